@@ -1,0 +1,1 @@
+"""The `fairledger` command line: parse, call ledger/projections, print. No business rules."""

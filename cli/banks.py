@@ -1,0 +1,118 @@
+"""Bank commands: add-bank, edit-bank, delete-bank, list-banks, view-bank."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from cli.output import Output, output_options, table
+from cli.session import change_options, session
+from cli.tree import render_tree
+from projections import queries
+from projections.schema import BANK_COLUMNS
+
+USER_COLUMNS = ["username", "active", "default_bank", "shares", "job_usage", "fairshare"]
+
+
+@click.command("add-bank")
+@click.argument("bank")
+@click.argument("shares", type=int)
+@click.option("--parent-bank", default="", help="The parent bank ('' makes the root).")
+@click.option("--priority", type=float, default=None, help="Bank priority factor (default 0.0).")
+@change_options
+@click.pass_context
+def add_bank(ctx: click.Context, bank: str, shares: int, parent_bank: str,
+             priority: float | None, actor: str | None, reason: str | None) -> None:
+    """Add BANK with SHARES under --parent-bank (or reactivate it)."""
+    session(ctx).change(lambda s, st: s.add_bank(st, bank, shares, parent_bank, priority),
+                        reason, actor)
+
+
+@click.command("edit-bank")
+@click.argument("bank")
+@click.option("--shares", type=int, default=None)
+@click.option("--parent-bank", default=None, help="Move the bank under another bank.")
+@click.option("--priority", type=float, default=None)
+@change_options
+@click.pass_context
+def edit_bank(ctx: click.Context, bank: str, shares: int | None, parent_bank: str | None,
+              priority: float | None, actor: str | None, reason: str | None) -> None:
+    """Edit BANK's shares, parent or priority."""
+    changed = session(ctx).change(
+        lambda s, st: s.edit_bank(st, bank, shares, parent_bank, priority), reason, actor)
+    if not changed:
+        click.echo(f"bank {bank}: nothing to change", err=True)
+
+
+@click.command("delete-bank")
+@click.argument("bank")
+@click.option("--force", is_flag=True, help="Remove the bank, its sub-banks and associations "
+              "instead of deactivating them.")
+@change_options
+@click.pass_context
+def delete_bank(ctx: click.Context, bank: str, force: bool, actor: str | None,
+                reason: str | None) -> None:
+    """Deactivate BANK, its sub-banks and their associations (or remove them with --force)."""
+    session(ctx).change(lambda s, st: s.delete_bank(st, bank, force), reason, actor)
+
+
+@click.command("list-banks")
+@click.option("--inactive", is_flag=True, help="Include inactive banks.")
+@output_options
+@click.pass_context
+def list_banks(ctx: click.Context, inactive: bool, as_json: bool, fmt: str | None,
+               fields: str | None) -> None:
+    """List banks."""
+    rows = queries.banks(session(ctx).read(), include_inactive=inactive)
+    click.echo(Output(as_json, fmt, fields).render(rows, BANK_COLUMNS))
+
+
+@click.command("view-bank")
+@click.argument("bank")
+@click.option("-t", "--tree", is_flag=True, help="Print the hierarchy below BANK.")
+@click.option("-u", "--users", is_flag=True, help="Also list the bank's associations.")
+@click.option("-P", "--parsable", is_flag=True, help="With -t: '|'-delimited output.")
+@click.option("-A", "--active", "active_only", is_flag=True, help="With -t: active rows only.")
+@output_options
+@click.pass_context
+def view_bank(ctx: click.Context, bank: str, tree: bool, users: bool, parsable: bool,
+              active_only: bool, as_json: bool, fmt: str | None, fields: str | None) -> None:
+    """Show BANK (a row, its users with -u, or its hierarchy with -t)."""
+    conn = session(ctx).read()
+    row = queries.bank(conn, bank)
+    if tree:
+        banks = queries.subtree_banks(conn, bank)
+        members = queries.users_in(conn, [b["bank"] for b in banks])
+        if as_json:
+            click.echo(Output(True, None, None).render(
+                _tree_rows(bank, banks, members), ["bank", "parent_bank", "username", "active",
+                                                   "shares", "job_usage", "fairshare"]))
+            return
+        click.echo(render_tree(bank, banks, members, parsable, active_only))
+        return
+    out = Output(as_json, fmt, fields)
+    if not users:
+        click.echo(out.render([row], BANK_COLUMNS, single=True))
+        return
+    members = queries.users_in(conn, [bank])
+    if as_json:
+        click.echo(out.render(members, USER_COLUMNS))
+        return
+    click.echo(out.render([row], BANK_COLUMNS))
+    click.echo()
+    click.echo(table(members, USER_COLUMNS) if members else f"no users under {bank}")
+
+
+def _tree_rows(top: str, banks: list[dict[str, Any]],
+               members: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    rows = [{"bank": b["bank"], "parent_bank": b["parent_bank"], "username": None,
+             "active": b["active"], "shares": b["shares"], "job_usage": b["job_usage"],
+             "fairshare": None} for b in banks]
+    rows += [{"bank": m["bank"], "parent_bank": m["bank"], "username": m["username"],
+              "active": m["active"], "shares": m["shares"], "job_usage": m["job_usage"],
+              "fairshare": m["fairshare"]} for m in members]
+    return rows
+
+
+COMMANDS = [add_bank, edit_bank, delete_bank, list_banks, view_bank]

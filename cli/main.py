@@ -1,0 +1,69 @@
+"""The `fairledger` command group: global options, error handling and command registration."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from cli import admin, banks, projects, queues, settings, users
+from cli.session import Session
+from ledger.errors import LedgerError
+
+
+class LedgerGroup(click.Group):
+    """Turns a broken ledger rule into one line on stderr and exit 1 (usage errors stay exit 2)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except LedgerError as err:
+            click.echo(f"fairledger: {err}", err=True)
+            ctx.exit(1)
+        except _infrastructure_errors() as err:
+            message = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            click.echo(f"fairledger: database error: {message}", err=True)
+            ctx.exit(1)
+
+
+def _infrastructure_errors() -> tuple[type[BaseException], ...]:
+    import sqlite3
+
+    import psycopg
+    from eventsourcing.persistence import OperationalError, ProgrammingError
+
+    return (sqlite3.Error, psycopg.Error, OperationalError, ProgrammingError)
+
+
+@click.group(cls=LedgerGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--db", envvar="FAIRLEDGER_DB", default=None, metavar="URL",
+              help="sqlite:///PATH (default ./fairledger.db) or "
+                   "postgresql://user@host:port/db[?schema=name]. Env: FAIRLEDGER_DB.")
+@click.option("--now", envvar="FAIRLEDGER_NOW", default=None, metavar="TIME",
+              help="The ledger's time for this command (epoch seconds or ISO 8601 with a zone); "
+                   "never earlier than the newest event. Env: FAIRLEDGER_NOW.")
+@click.pass_context
+def cli(ctx: click.Context, db: str | None, now: str | None) -> None:
+    """fairledger: an event-sourced fair-share accounting ledger for shared compute clusters.
+
+    Every change is an event with who, when and why; every table is rebuilt from them.
+    """
+    try:
+        ctx.obj = Session(db, now)
+    except LedgerError as err:
+        raise click.BadParameter(str(err)) from None
+    ctx.call_on_close(ctx.obj.close)
+
+
+for module in (admin, banks, users, queues, projects, settings):
+    for command in module.COMMANDS:
+        cli.add_command(command)
+
+
+def main() -> None:
+    cli.main(prog_name="fairledger")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,56 @@
+"""Project commands: add-project, delete-project, view-project, list-projects."""
+
+from __future__ import annotations
+
+import click
+
+from cli.output import Output, output_options
+from cli.session import change_options, session
+from projections import queries
+from projections.schema import PROJECT_COLUMNS
+
+
+@click.command("add-project")
+@click.argument("project")
+@change_options
+@click.pass_context
+def add_project(ctx: click.Context, project: str, actor: str | None, reason: str | None) -> None:
+    """Add PROJECT."""
+    session(ctx).change(lambda s, st: s.add_project(st, project), reason, actor)
+
+
+@click.command("delete-project")
+@click.argument("project")
+@change_options
+@click.pass_context
+def delete_project(ctx: click.Context, project: str, actor: str | None,
+                   reason: str | None) -> None:
+    """Remove PROJECT."""
+    users = session(ctx).change(lambda s, st: s.delete_project(st, project), reason, actor)
+    if users:
+        click.echo(f"WARNING: associations still list project {project}: {', '.join(users)}",
+                   err=True)
+
+
+@click.command("view-project")
+@click.argument("project")
+@output_options
+@click.pass_context
+def view_project(ctx: click.Context, project: str, as_json: bool, fmt: str | None,
+                 fields: str | None) -> None:
+    """Show PROJECT."""
+    row = queries.project(session(ctx).read(), project)
+    click.echo(Output(as_json, fmt, fields).render([row], PROJECT_COLUMNS, single=True))
+
+
+@click.command("list-projects")
+@output_options
+@click.pass_context
+def list_projects(ctx: click.Context, as_json: bool, fmt: str | None,
+                  fields: str | None) -> None:
+    """List projects."""
+    rows = queries.projects(session(ctx).read())
+    click.echo(Output(as_json, fmt, fields).render(rows, PROJECT_COLUMNS))
+
+
+COMMANDS = [add_project, delete_project, view_project, list_projects]

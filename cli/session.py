@@ -1,0 +1,85 @@
+"""One command's connection to the ledger: open the store, keep the read models caught up, and
+record changes through the Ledger application."""
+
+from __future__ import annotations
+
+import getpass
+import os
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from ledger.app import Ledger
+from ledger.clock import parse_time
+from ledger.site import Site, Stamp
+from ledger.storage import DEFAULT_URL, Connection, StoreConfig, parse_store_url
+from projections import runner
+
+T = TypeVar("T")
+
+
+def default_actor() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return f"uid:{os.getuid()}"
+
+
+class Session:
+    def __init__(self, db_url: str | None, now: str | None) -> None:
+        self.store: StoreConfig = parse_store_url(db_url or DEFAULT_URL)
+        self.now: float | None = parse_time(now) if now else None
+        self._ledger: Ledger | None = None
+        self._conn: Connection | None = None
+        self.actor = default_actor()
+
+    @property
+    def ledger(self) -> Ledger:
+        if self._ledger is None:
+            self._ledger = Ledger.open(self.store, now=self.now, actor=self.actor)
+            runner.prepare(self.conn, self._ledger)
+        return self._ledger
+
+    @property
+    def conn(self) -> Connection:
+        if self._conn is None:
+            self._conn = Connection(self.store)
+        return self._conn
+
+    def adopt(self, ledger: Ledger) -> None:
+        self._ledger = ledger
+        runner.prepare(self.conn, ledger)
+        runner.catch_up(ledger, self.conn)
+
+    def read(self) -> Connection:
+        """The read models, caught up with the log."""
+        runner.catch_up(self.ledger, self.conn)
+        return self.conn
+
+    def change(self, command: Callable[[Site, Stamp], T], reason: str | None = None,
+               actor: str | None = None, source: dict[str, Any] | None = None) -> T:
+        ledger = self.ledger
+        ledger.actor = actor or self.actor
+        result = ledger.execute(command, reason=reason or "", source=source)
+        runner.catch_up(ledger, self.conn)
+        return result
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+        if self._ledger is not None:
+            self._ledger.close()
+
+
+def session(ctx: click.Context) -> Session:
+    obj = ctx.find_object(Session)
+    assert obj is not None
+    return obj
+
+
+def change_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    func = click.option("--reason", default=None, help="Why: recorded with the change.")(func)
+    func = click.option("--actor", default=None,
+                        help="Who makes the change (default: the OS user).")(func)
+    return func

@@ -1,0 +1,101 @@
+"""Priority factor weights and config: edit-factor, view-factor, list-factors, reset-factors,
+edit-config, view-config, list-configs."""
+
+from __future__ import annotations
+
+import click
+
+from cli.output import Output, output_options
+from cli.session import change_options, session
+from ledger.errors import InvalidValue
+from projections import queries
+from projections.schema import CONFIG_COLUMNS, FACTOR_COLUMNS
+
+
+@click.command("edit-factor")
+@click.option("--factor", required=True, help="fairshare, queue, bank or urgency.")
+@click.option("--weight", required=True, type=int)
+@change_options
+@click.pass_context
+def edit_factor(ctx: click.Context, factor: str, weight: int, actor: str | None,
+                reason: str | None) -> None:
+    """Set a priority factor's weight."""
+    changed = session(ctx).change(lambda s, st: s.edit_factor(st, factor, weight), reason, actor)
+    if not changed:
+        click.echo(f"factor {factor}: nothing to change", err=True)
+
+
+@click.command("view-factor")
+@click.argument("factor")
+@output_options
+@click.pass_context
+def view_factor(ctx: click.Context, factor: str, as_json: bool, fmt: str | None,
+                fields: str | None) -> None:
+    """Show a priority factor's weight."""
+    row = queries.factor(session(ctx).read(), factor)
+    click.echo(Output(as_json, fmt, fields).render([row], FACTOR_COLUMNS, single=True))
+
+
+@click.command("list-factors")
+@output_options
+@click.pass_context
+def list_factors(ctx: click.Context, as_json: bool, fmt: str | None, fields: str | None) -> None:
+    """List priority factor weights."""
+    rows = queries.factors(session(ctx).read())
+    click.echo(Output(as_json, fmt, fields).render(rows, FACTOR_COLUMNS))
+
+
+@click.command("reset-factors")
+@change_options
+@click.pass_context
+def reset_factors(ctx: click.Context, actor: str | None, reason: str | None) -> None:
+    """Set the four factor weights back to their defaults."""
+    session(ctx).change(lambda s, st: s.reset_factors(st), reason, actor)
+
+
+def _pairs(items: tuple[str, ...]) -> list[tuple[str, str]]:
+    pairs = []
+    for item in items:
+        if item.count("=") != 1:
+            raise InvalidValue(f"invalid config setting {item!r} (use KEY=VALUE)")
+        key, value = item.split("=")
+        pairs.append((key.strip(), value.strip()))
+    return pairs
+
+
+@click.command("edit-config")
+@click.argument("settings", nargs=-1, required=True, metavar="KEY=VALUE...")
+@change_options
+@click.pass_context
+def edit_config(ctx: click.Context, settings: tuple[str, ...], actor: str | None,
+                reason: str | None) -> None:
+    """Change config keys (weights, half-life, reset period, decay factor, deny_unknown_queues).
+    Usage is recomputed from the stored jobs with the new values; nothing is wiped."""
+    pairs = _pairs(settings)
+    changed = session(ctx).change(lambda s, st: s.edit_config(st, pairs), reason, actor)
+    if not changed:
+        click.echo("config: nothing to change", err=True)
+
+
+@click.command("view-config")
+@click.argument("key")
+@output_options
+@click.pass_context
+def view_config(ctx: click.Context, key: str, as_json: bool, fmt: str | None,
+                fields: str | None) -> None:
+    """Show one config key."""
+    row = queries.config(session(ctx).read(), key)
+    click.echo(Output(as_json, fmt, fields).render([row], CONFIG_COLUMNS, single=True))
+
+
+@click.command("list-configs")
+@output_options
+@click.pass_context
+def list_configs(ctx: click.Context, as_json: bool, fmt: str | None, fields: str | None) -> None:
+    """List config keys and values."""
+    rows = queries.configs(session(ctx).read())
+    click.echo(Output(as_json, fmt, fields).render(rows, CONFIG_COLUMNS))
+
+
+COMMANDS = [edit_factor, view_factor, list_factors, reset_factors, edit_config, view_config,
+            list_configs]

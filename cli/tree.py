@@ -1,0 +1,68 @@
+"""`view-bank -t`: flux-accounting's hierarchy printout, byte for byte (its print_hierarchy
+expected files are our golden tests)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+HEADER = ("Bank", "Username", "Active", "RawShares", "RawUsage", "Fairshare")
+
+
+def _active(value: Any) -> str:
+    return "true" if value else "false"
+
+
+def render_tree(
+    top: str,
+    banks: Sequence[dict[str, Any]],
+    users: Sequence[dict[str, Any]],
+    parsable: bool = False,
+    active_only: bool = False,
+) -> str:
+    """`banks`: bank_table rows; `users`: association_table rows. Children in name order;
+    the top bank's usage rounded to 2 places, as flux-accounting prints the root."""
+    by_parent: dict[str, list[dict[str, Any]]] = {}
+    for bank in banks:
+        if active_only and not bank["active"]:
+            continue
+        by_parent.setdefault(bank["parent_bank"], []).append(bank)
+    users_in: dict[str, list[dict[str, Any]]] = {}
+    for user in users:
+        if active_only and not user["active"]:
+            continue
+        users_in.setdefault(user["bank"], []).append(user)
+    by_name = {b["bank"]: b for b in banks}
+
+    lines = ["|".join(HEADER) if parsable else
+             HEADER[0].ljust(20) + "".join(h.rjust(20) for h in HEADER[1:])]
+
+    def bank_line(bank: dict[str, Any], depth: int, usage: Any) -> str:
+        name = " " * depth + bank["bank"]
+        values = [_active(bank["active"]), str(bank["shares"]), str(usage)]
+        if parsable:
+            return "|".join([name, "", *values])
+        return name.ljust(20) + "".rjust(20) + "".join(v.rjust(20) for v in values)
+
+    def user_line(user: dict[str, Any], depth: int) -> str:
+        name = " " * depth + user["bank"]
+        values = [user["username"], _active(user["active"]), str(user["shares"]),
+                  str(user["job_usage"]), str(user["fairshare"])]
+        if parsable:
+            return "|".join([name, *values])
+        return name.ljust(20) + "".join(v.rjust(20) for v in values)
+
+    def visit(bank: dict[str, Any], depth: int) -> None:
+        children = sorted(by_parent.get(bank["bank"], []), key=lambda b: b["bank"])
+        if children:
+            for child in children:
+                lines.append(bank_line(child, depth + 1, child["job_usage"]))
+                visit(child, depth + 1)
+        else:
+            for user in sorted(users_in.get(bank["bank"], []), key=lambda u: u["username"]):
+                lines.append(user_line(user, depth + 1))
+
+    root = by_name[top]
+    lines.append(bank_line(root, 0, round(root["job_usage"], 2)))
+    visit(root, 0)
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,1 @@
+"""fairledger's domain: events, the Site aggregate, the Ledger application and pure calculations."""

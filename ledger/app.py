@@ -1,0 +1,156 @@
+"""The Ledger application: one eventsourcing Application, one ordered log for every change.
+
+Commands load the Site aggregate (from its newest snapshot), let it validate and trigger events,
+and save them in one transaction; an optimistic-concurrency conflict reloads and retries, so two
+writers never lose each other's updates. Time comes from one clock that never runs backwards.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any, TypeVar
+
+from eventsourcing.application import AggregateNotFoundError, Application
+from eventsourcing.persistence import IntegrityError, JSONTranscoder, Transcoding
+
+from ledger.clock import iso, to_datetime
+from ledger.errors import AlreadyExists, ClockWentBackwards, ConcurrentUpdate, LedgerMissing
+from ledger.site import SITE_ID, Site, Stamp, default_config
+from ledger.state import SiteState, state_from_dict, state_to_dict
+from ledger.storage import StoreConfig, ensure_schema, event_table_exists
+
+T = TypeVar("T")
+MAX_ATTEMPTS = 8
+SNAPSHOT_INTERVAL = 200
+
+
+class SiteStateAsDict(Transcoding):
+    type = SiteState
+    name = "site_state"
+
+    def encode(self, obj: SiteState) -> dict[str, Any]:
+        return state_to_dict(obj)
+
+    def decode(self, data: dict[str, Any]) -> SiteState:
+        return state_from_dict(data)
+
+
+class Ledger(Application):
+    name = "Ledger"  # pinned: PostgreSQL table names (ledger_events) derive from it
+    snapshotting_intervals = {Site: SNAPSHOT_INTERVAL}
+
+    def __init__(self, store: StoreConfig, now: float | None = None, actor: str = "") -> None:
+        self.store = store
+        self.requested_now = now
+        self.actor = actor
+        super().__init__(env=store.eventsourcing_env())
+
+    def register_transcodings(self, transcoder: JSONTranscoder) -> None:
+        super().register_transcodings(transcoder)
+        transcoder.register(SiteStateAsDict())
+
+    # --- opening ---------------------------------------------------------------------------------
+    @classmethod
+    def open(cls, store: StoreConfig, now: float | None = None, actor: str = "") -> Ledger:
+        if not event_table_exists(store):
+            raise LedgerMissing(
+                f"no ledger at {store.describe()}: run 'fairledger create-db' first"
+            )
+        ledger = cls(store, now=now, actor=actor)
+        if not ledger.exists():
+            ledger.close()
+            raise LedgerMissing(
+                f"no ledger at {store.describe()}: run 'fairledger create-db' first"
+            )
+        return ledger
+
+    @classmethod
+    def create(
+        cls,
+        store: StoreConfig,
+        half_life: float,
+        reset_period: float,
+        decay_factor: float,
+        now: float | None = None,
+        actor: str = "",
+        reason: str = "",
+    ) -> Ledger:
+        config = default_config(half_life, reset_period, decay_factor)
+        ensure_schema(store)
+        ledger = cls(store, now=now, actor=actor)
+        if ledger.exists():
+            ledger.close()
+            raise AlreadyExists(f"a ledger already exists at {store.describe()}")
+        stamp = ledger.stamp(reason)
+        site = Site.create(stamp, epoch=stamp.at.timestamp(), config=config)
+        try:
+            ledger.save(site)
+        except IntegrityError:
+            ledger.close()
+            raise AlreadyExists(f"a ledger already exists at {store.describe()}") from None
+        return ledger
+
+    def exists(self) -> bool:
+        return bool(self.recorder.max_notification_id())
+
+    # --- the clock -------------------------------------------------------------------------------
+    def newest_event_time(self) -> float | None:
+        last_id = self.recorder.max_notification_id()
+        if not last_id:
+            return None
+        (notification,) = self.recorder.select_notifications(start=last_id, limit=1)
+        return float(self.mapper.to_domain_event(notification).timestamp.timestamp())
+
+    def now(self) -> datetime:
+        """The ledger's time for the next change: --now if given, else the system clock, never
+        earlier than the newest event (so log order is time order)."""
+        newest = self.newest_event_time()
+        if self.requested_now is not None:
+            if newest is not None and self.requested_now < newest:
+                raise ClockWentBackwards(
+                    f"time {iso(self.requested_now)} is earlier than the newest event "
+                    f"({iso(newest)}); the ledger's clock never runs backwards"
+                )
+            return to_datetime(self.requested_now)
+        return to_datetime(max(time.time(), newest or 0.0))
+
+    def stamp(self, reason: str = "", source: dict[str, Any] | None = None) -> Stamp:
+        return Stamp(at=self.now(), actor=self.actor, reason=reason or "", source=source or {})
+
+    # --- commands --------------------------------------------------------------------------------
+    def site(self) -> Site:
+        try:
+            site = self.repository.get(SITE_ID)
+        except AggregateNotFoundError:
+            raise LedgerMissing(
+                f"no ledger at {self.store.describe()}: run 'fairledger create-db' first"
+            ) from None
+        assert isinstance(site, Site)
+        return site
+
+    def state(self) -> SiteState:
+        return self.site().state
+
+    def execute(
+        self,
+        command: Callable[[Site, Stamp], T],
+        reason: str = "",
+        source: dict[str, Any] | None = None,
+    ) -> T:
+        """Run one command against fresh state and record its events atomically; retry on a
+        concurrent writer's conflict. A LedgerError from the command records nothing."""
+        for _attempt in range(MAX_ATTEMPTS):
+            site = self.site()
+            result = command(site, self.stamp(reason, source))
+            if not site.pending_events:
+                return result
+            try:
+                self.save(site)
+            except IntegrityError:
+                continue  # another writer got there first: re-check against its state
+            return result
+        raise ConcurrentUpdate(
+            f"gave up after {MAX_ATTEMPTS} attempts: other writers kept changing the site"
+        )

@@ -1,0 +1,29 @@
+"""The ledger's error types: each carries a one-line message that names the offending value."""
+
+
+class LedgerError(Exception):
+    """A rule of the ledger was broken; the CLI prints the message and exits 1."""
+
+
+class NotFound(LedgerError):
+    pass
+
+
+class AlreadyExists(LedgerError):
+    pass
+
+
+class InvalidValue(LedgerError):
+    pass
+
+
+class ClockWentBackwards(LedgerError):
+    pass
+
+
+class LedgerMissing(LedgerError):
+    pass
+
+
+class ConcurrentUpdate(LedgerError):
+    """Another writer kept winning the race for the same objects; nothing of ours was written."""

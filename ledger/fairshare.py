@@ -1,0 +1,301 @@
+"""Fair-share: flux-accounting's "weighted walk" over the bank tree, as a pure function.
+
+This reproduces `flux account-update-fshare` (flux-accounting's `src/fairness/**`, see
+`research/flux-accounting.md` §4) with one deliberate difference, explained at `sibling_weights`.
+
+The walk, in short:
+
+* Every bank and association is weighed against its siblings (the other children of the same
+  parent, users and banks together): weight = (shares / Σ shares) / (usage / Σ usage).
+* Siblings are visited in descending weight order, depth first, so the result is a lexicographic
+  priority order: every user of a better bank ranks above every user of a worse one.
+* The k-th user visited gets rank N - k + 1, and fair-share = rank / N, where N is the number of
+  users in the whole tree (not the number of siblings, whatever flux's documentation says).
+  The best user gets exactly 1.0.
+* Users whose weights are equal share the higher rank, and the next user starts as many ranks
+  lower as there were tied users (competition ranking: 1.0, 1.0, then (N - 2) / N).
+* Banks whose weights are equal are merged into one virtual bank: their children keep the weights
+  they have against their own siblings and are then ranked together, so tied users across those
+  banks share a rank.
+* A user and a bank with equal weights are not tied: the user goes first and takes its own rank.
+* An empty bank consumes no rank.
+* Values are rounded to 6 decimals because flux stores `std::to_string(double)` (printf `%f`).
+
+Only active banks and associations may be passed in: the caller leaves inactive associations out
+(they keep their previous fair-share and are not counted in N), and leaves an inactive bank out
+together with its whole subtree. A bank's usage is not an input: it is the sum of the usage of the
+users below it, computed here.
+
+Everything here is deterministic: the result never depends on the order in which children are
+given (flux uses the unstable `std::sort`; we sort stably and break the last ties by name).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+
+from ledger.errors import InvalidValue
+
+# flux gives a zero-usage sibling the weight `(double)UINT64_MAX + 1.0`, so it outranks any sibling
+# that has used something, whatever the shares (unless its own shares are 0).
+ZERO_USAGE_WEIGHT: float = float(2**64)
+
+# flux treats |usage| below this as "no usage" (`weighted_tree.cpp`).
+ZERO_USAGE_EPSILON: float = 1e-9
+
+# `std::to_string(double)` is printf `%f`: six decimals, which is what the database kept.
+FAIRSHARE_DECIMALS: int = 6
+
+
+@dataclass(frozen=True)
+class UserLeaf:
+    """An active association (username, bank) with its shares and its current (decayed) usage."""
+
+    username: str
+    bank: str
+    shares: int
+    usage: float
+
+    def __post_init__(self) -> None:
+        _check_shares(self.shares, f"association ({self.username}, {self.bank})")
+        # NaN or infinity would make the order of siblings meaningless (and order-dependent).
+        if not math.isfinite(self.usage):
+            raise InvalidValue(
+                f"usage of association ({self.username}, {self.bank}) must be finite,"
+                f" got {self.usage!r}"
+            )
+
+
+@dataclass(frozen=True)
+class BankNode:
+    """An active bank with its active sub-banks and its active associations.
+
+    The ledger keeps sub-banks and associations apart, but the walk allows a bank to have both
+    (flux's test vector `small_tie_diff_type` has a user directly under the root, next to banks).
+    """
+
+    name: str
+    shares: int
+    children: tuple[BankNode, ...] = ()
+    users: tuple[UserLeaf, ...] = ()
+
+    def __post_init__(self) -> None:
+        _check_shares(self.shares, f"bank {self.name}")
+
+
+Sibling = UserLeaf | BankNode
+"""A child of a bank: an association or a sub-bank. Both are weighed against each other."""
+
+
+@dataclass(frozen=True)
+class WeightedSibling:
+    """A bank's child with its weight against its own siblings."""
+
+    member: Sibling
+    weight: float
+
+    @property
+    def is_user(self) -> bool:
+        return isinstance(self.member, UserLeaf)
+
+
+def is_equal(a: float, b: float) -> bool:
+    """flux's float tie test: an absolute epsilon below 1, a relative one above."""
+    return abs(a - b) < sys.float_info.epsilon * max(abs(a), abs(b), 1.0)
+
+
+def sibling_weight(shares: int, usage: float, total_shares: int, total_usage: float) -> float:
+    """The weight of one sibling, given the sums of shares and usage over all its siblings."""
+    if shares == 0:
+        # Checked first: a zero-share sibling ranks last even if it has used nothing.
+        return 0.0
+    if abs(usage) < ZERO_USAGE_EPSILON:
+        return ZERO_USAGE_WEIGHT
+    if total_usage == 0.0:
+        # Only reachable when usages cancel out. flux computes usage / 0.0 = ±inf, and then
+        # x / inf = 0; Python would raise instead.
+        return 0.0
+    # float() on both sides, as the C++ converts shares (uint64) to double before dividing.
+    return (float(shares) / float(total_shares)) / (usage / total_usage)
+
+
+def sibling_weights(shares: Sequence[int], usages: Sequence[float]) -> list[float]:
+    """The weight of each sibling against the others: (shares / Σ shares) / (usage / Σ usage).
+
+    The one deliberate difference from flux: Σ usage is the exact float sum. flux accumulates it
+    in a uint64 and truncates at every step, so siblings whose usage adds up to less than 1 get
+    Σ usage = 0 and all tie at weight 0 (three users at 0.3 each all get 1.0, whatever their
+    shares). `math.fsum` is also correctly rounded, so the sum does not depend on sibling order.
+    """
+    if len(shares) != len(usages):
+        raise ValueError(f"{len(shares)} shares for {len(usages)} usages")
+    total_shares = sum(shares)
+    total_usage = math.fsum(usages)
+    return [
+        sibling_weight(share, usage, total_shares, total_usage)
+        for share, usage in zip(shares, usages, strict=True)
+    ]
+
+
+def rank_siblings(siblings: Iterable[WeightedSibling]) -> list[WeightedSibling]:
+    """Siblings in the order the walk visits them: descending weight, users first on a tie.
+
+    flux sorts with a comparator that puts a user before a bank when their weights are
+    `is_equal`, even if the bank's weight is a hair larger. That comparator is not a strict weak
+    ordering and `std::sort` is unstable, so we build the same order deterministically: sort by
+    exact weight (then users first, then by name, so the input order never matters), cut the
+    result into runs of neighbours that are `is_equal`, and move the users of each run ahead of
+    its banks.
+    """
+    by_weight = sorted(siblings, key=_descending_weight_then_name)
+    ranked: list[WeightedSibling] = []
+    run: list[WeightedSibling] = []
+    for sibling in by_weight:
+        if run and not is_equal(run[-1].weight, sibling.weight):
+            ranked.extend(_users_first(run))
+            run = []
+        run.append(sibling)
+    ranked.extend(_users_first(run))
+    return ranked
+
+
+def iter_users(bank: BankNode) -> Iterator[UserLeaf]:
+    """Every association in the bank's subtree."""
+    yield from bank.users
+    for child in bank.children:
+        yield from iter_users(child)
+
+
+def bank_usage(bank: BankNode) -> float:
+    """The usage of a bank: the exact sum of its users' usage, over its whole subtree."""
+    return math.fsum(user.usage for user in iter_users(bank))
+
+
+def compute_fairshare(root: BankNode) -> dict[tuple[str, str], float]:
+    """The fair-share of every association in the tree, keyed by (username, bank).
+
+    The mapping is in walk order (best first). A tree without users gives an empty mapping.
+    Raises InvalidValue if a bank name appears twice, if a user's `bank` is not the bank that
+    holds it, or if a bank holds the same username twice.
+    """
+    _check_tree(root)
+    total_users = sum(1 for _ in iter_users(root))
+    if total_users == 0:
+        return {}
+    walk = _WeightedWalk(total_users, _subtree_usages(root))
+    walk.visit_bank(root)
+    return walk.fairshare
+
+
+class _WeightedWalk:
+    """One run of the walk: the rank counts down from N as users are visited."""
+
+    def __init__(self, total_users: int, usage_by_bank: dict[str, float]) -> None:
+        self.total_users = total_users
+        self.usage_by_bank = usage_by_bank
+        self.rank = total_users
+        # How many users before the current one share its rank (they are tied with it).
+        self.stride = 0
+        self.fairshare: dict[tuple[str, str], float] = {}
+
+    def visit_bank(self, bank: BankNode) -> None:
+        self.visit_siblings(rank_siblings(self.weigh_children(bank)))
+
+    def weigh_children(self, bank: BankNode) -> list[WeightedSibling]:
+        members: list[Sibling] = [*bank.users, *bank.children]
+        usages = [user.usage for user in bank.users]
+        usages += [self.usage_by_bank[child.name] for child in bank.children]
+        weights = sibling_weights([member.shares for member in members], usages)
+        return [WeightedSibling(m, w) for m, w in zip(members, weights, strict=True)]
+
+    def visit_siblings(self, ranked: list[WeightedSibling]) -> None:
+        """Visit ranked siblings in order; an empty list (an empty bank) consumes no rank."""
+        tied_banks: list[BankNode] = []
+        for index, sibling in enumerate(ranked):
+            following = ranked[index + 1] if index + 1 < len(ranked) else None
+            # A tie needs the same kind: a user and a bank with equal weights are not tied,
+            # the user simply went first.
+            tied_with_next = (
+                following is not None
+                and following.is_user == sibling.is_user
+                and is_equal(sibling.weight, following.weight)
+            )
+            member = sibling.member
+            if isinstance(member, UserLeaf):
+                self.assign(member, tied_with_next)
+            elif tied_with_next:
+                tied_banks.append(member)
+            elif tied_banks:
+                # The last bank of a tied run: visit the run as one virtual bank whose children
+                # keep the weights they have against their own siblings.
+                tied_banks.append(member)
+                merged = [ws for bank in tied_banks for ws in self.weigh_children(bank)]
+                self.visit_siblings(rank_siblings(merged))
+                tied_banks = []
+            else:
+                self.visit_bank(member)
+
+    def assign(self, user: UserLeaf, tied_with_next: bool) -> None:
+        value = self.rank / self.total_users
+        self.fairshare[(user.username, user.bank)] = round(value, FAIRSHARE_DECIMALS)
+        if tied_with_next:
+            self.stride += 1
+        else:
+            # Competition ranking: the next user starts below every user of this tied group.
+            self.rank -= 1 + self.stride
+            self.stride = 0
+
+
+def _check_shares(shares: int, what: str) -> None:
+    if isinstance(shares, bool) or not isinstance(shares, int) or shares < 0:
+        raise InvalidValue(f"shares of {what} must be an integer >= 0, got {shares!r}")
+
+
+def _check_tree(root: BankNode) -> None:
+    """Bank names and (username, bank) must be unique: they identify results and break ties."""
+    seen_banks: set[str] = set()
+    pending = [root]
+    while pending:
+        bank = pending.pop()
+        if bank.name in seen_banks:
+            raise InvalidValue(f"bank {bank.name} appears twice in the tree")
+        seen_banks.add(bank.name)
+        usernames: set[str] = set()
+        for user in bank.users:
+            if user.bank != bank.name:
+                raise InvalidValue(
+                    f"association ({user.username}, {user.bank}) is held by bank {bank.name}"
+                )
+            if user.username in usernames:
+                raise InvalidValue(f"association ({user.username}, {bank.name}) appears twice")
+            usernames.add(user.username)
+        pending.extend(bank.children)
+
+
+def _subtree_usages(root: BankNode) -> dict[str, float]:
+    """`bank_usage` of every bank, in one pass over the tree."""
+    usages: dict[str, float] = {}
+
+    def collect(bank: BankNode) -> list[float]:
+        below = [user.usage for user in bank.users]
+        for child in bank.children:
+            below += collect(child)
+        usages[bank.name] = math.fsum(below)
+        return below
+
+    collect(root)
+    return usages
+
+
+def _descending_weight_then_name(sibling: WeightedSibling) -> tuple[float, int, str, str]:
+    member = sibling.member
+    if isinstance(member, UserLeaf):
+        return (-sibling.weight, 0, member.username, member.bank)
+    return (-sibling.weight, 1, member.name, "")
+
+
+def _users_first(run: list[WeightedSibling]) -> list[WeightedSibling]:
+    return [s for s in run if s.is_user] + [s for s in run if not s.is_user]

@@ -1,0 +1,262 @@
+"""Pure reducers: fold one site event into SiteState and say which rows it touched.
+
+The Site aggregate applies these on replay; the SQL projection uses the returned `Touched`
+keys to rewrite just those rows. No I/O, no clock: the event's own timestamp is the time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import singledispatch
+from typing import Any
+
+from ledger import events as ev
+from ledger.state import Association, Bank, Project, Queue, SiteState
+
+
+@dataclass
+class Touched:
+    banks: set[str] = field(default_factory=set)
+    users: set[str] = field(default_factory=set)
+    queues: set[str] = field(default_factory=set)
+    projects: set[str] = field(default_factory=set)
+    factors: bool = False
+    config: bool = False
+
+    def update(self, other: Touched) -> None:
+        self.banks |= other.banks
+        self.users |= other.users
+        self.queues |= other.queues
+        self.projects |= other.projects
+        self.factors |= other.factors
+        self.config |= other.config
+
+
+def fold(state: SiteState, event: Any) -> Touched:
+    return _fold(event, state)
+
+
+def _when(event: Any) -> float:
+    return float(event.timestamp.timestamp())
+
+
+def _set_default_bank(state: SiteState, username: str, change: list[str | None] | None) -> None:
+    if not change:
+        return
+    new = change[1]
+    if new:
+        state.default_banks[username] = new
+    else:
+        state.default_banks.pop(username, None)
+
+
+@singledispatch
+def _fold(event: Any, state: SiteState) -> Touched:
+    raise TypeError(f"no reducer for {type(event).__name__}")
+
+
+@_fold.register
+def _(event: ev.LedgerCreated, state: SiteState) -> Touched:
+    state.epoch = event.epoch
+    state.config = dict(event.config)
+    state.factors = dict(event.factors)
+    return Touched(factors=True, config=True)
+
+
+@_fold.register
+def _(event: ev.ConfigChanged, state: SiteState) -> Touched:
+    state.config[event.key] = event.new
+    return Touched(config=True)
+
+
+@_fold.register
+def _(event: ev.FactorWeightChanged, state: SiteState) -> Touched:
+    state.factors[event.factor] = event.new
+    return Touched(factors=True)
+
+
+@_fold.register
+def _(event: ev.BankAdded, state: SiteState) -> Touched:
+    state.banks[event.bank] = Bank(
+        bank_id=event.bank_id,
+        bank=event.bank,
+        parent_bank=event.parent_bank,
+        shares=event.shares,
+        priority=event.priority,
+    )
+    state.next_bank_id = max(state.next_bank_id, event.bank_id + 1)
+    return Touched(banks={event.bank})
+
+
+@_fold.register
+def _(event: ev.BankEdited, state: SiteState) -> Touched:
+    bank = state.banks[event.bank]
+    for name, (_old, new) in event.changes.items():
+        setattr(bank, name, new)
+    return Touched(banks={event.bank})
+
+
+def _deactivate_subtree(
+    state: SiteState, banks: list[str], assocs: list[list[str]], defaults: dict[str, Any], at: float
+) -> Touched:
+    touched = Touched(banks=set(banks))
+    for name in banks:
+        state.banks[name].active = False
+    for username, bank in assocs:
+        assoc = state.associations[username][bank]
+        assoc.active = False
+        assoc.mod_time = at
+        touched.users.add(username)
+    for username, change in defaults.items():
+        _set_default_bank(state, username, change)
+        touched.users.add(username)
+    return touched
+
+
+@_fold.register
+def _(event: ev.BankDeactivated, state: SiteState) -> Touched:
+    return _deactivate_subtree(
+        state, event.banks, event.associations, event.default_banks, _when(event)
+    )
+
+
+@_fold.register
+def _(event: ev.BankReactivated, state: SiteState) -> Touched:
+    bank = state.banks[event.bank]
+    bank.active = True
+    for name, (_old, new) in event.changes.items():
+        setattr(bank, name, new)
+    return Touched(banks={event.bank})
+
+
+@_fold.register
+def _(event: ev.BankRemoved, state: SiteState) -> Touched:
+    touched = Touched(banks=set(event.banks))
+    for username, bank in event.associations:
+        del state.associations[username][bank]
+        if not state.associations[username]:
+            del state.associations[username]
+        touched.users.add(username)
+    for username, change in event.default_banks.items():
+        _set_default_bank(state, username, change)
+        touched.users.add(username)
+    for name in event.banks:
+        del state.banks[name]
+    return touched
+
+
+@_fold.register
+def _(event: ev.AssociationAdded, state: SiteState) -> Touched:
+    at = _when(event)
+    state.associations.setdefault(event.username, {})[event.bank] = Association(
+        username=event.username,
+        bank=event.bank,
+        userid=event.userid,
+        creation_time=at,
+        mod_time=at,
+        **event.fields,
+    )
+    _set_default_bank(state, event.username, event.default_bank)
+    return Touched(users={event.username})
+
+
+def _apply_changes(assoc: Association, changes: dict[str, list[Any]], at: float) -> None:
+    for name, (_old, new) in changes.items():
+        setattr(assoc, name, new)
+    assoc.mod_time = at
+
+
+@_fold.register
+def _(event: ev.AssociationEdited, state: SiteState) -> Touched:
+    _apply_changes(state.associations[event.username][event.bank], event.changes, _when(event))
+    return Touched(users={event.username})
+
+
+@_fold.register
+def _(event: ev.AssociationDeactivated, state: SiteState) -> Touched:
+    assoc = state.associations[event.username][event.bank]
+    assoc.active = False
+    assoc.mod_time = _when(event)
+    _set_default_bank(state, event.username, event.default_bank)
+    return Touched(users={event.username})
+
+
+@_fold.register
+def _(event: ev.AssociationReactivated, state: SiteState) -> Touched:
+    assoc = state.associations[event.username][event.bank]
+    assoc.active = True
+    _apply_changes(assoc, event.changes, _when(event))
+    _set_default_bank(state, event.username, event.default_bank)
+    return Touched(users={event.username})
+
+
+@_fold.register
+def _(event: ev.AssociationRemoved, state: SiteState) -> Touched:
+    del state.associations[event.username][event.bank]
+    if not state.associations[event.username]:
+        del state.associations[event.username]
+    _set_default_bank(state, event.username, event.default_bank)
+    return Touched(users={event.username})
+
+
+@_fold.register
+def _(event: ev.DefaultBankChanged, state: SiteState) -> Touched:
+    state.default_banks[event.username] = event.new
+    for assoc in state.associations.get(event.username, {}).values():
+        assoc.mod_time = _when(event)
+    return Touched(users={event.username})
+
+
+@_fold.register
+def _(event: ev.QueueAdded, state: SiteState) -> Touched:
+    state.queues[event.queue] = Queue(queue=event.queue, **event.fields)
+    return Touched(queues={event.queue})
+
+
+@_fold.register
+def _(event: ev.QueueEdited, state: SiteState) -> Touched:
+    queue = state.queues[event.queue]
+    for name, (_old, new) in event.changes.items():
+        setattr(queue, name, new)
+    return Touched(queues={event.queue})
+
+
+@_fold.register
+def _(event: ev.QueueRemoved, state: SiteState) -> Touched:
+    del state.queues[event.queue]
+    return Touched(queues={event.queue})
+
+
+@_fold.register
+def _(event: ev.ProjectAdded, state: SiteState) -> Touched:
+    state.projects[event.project] = Project(project_id=event.project_id, project=event.project)
+    state.next_project_id = max(state.next_project_id, event.project_id + 1)
+    return Touched(projects={event.project})
+
+
+@_fold.register
+def _(event: ev.ProjectRemoved, state: SiteState) -> Touched:
+    del state.projects[event.project]
+    return Touched(projects={event.project})
+
+
+@_fold.register
+def _(event: ev.UsageCleared, state: SiteState) -> Touched:
+    touched = Touched()
+    for username, bank in event.associations:
+        state.associations[username][bank].ignore_older_than = event.ignore_older_than
+        touched.users.add(username)
+    return touched
+
+
+@_fold.register
+def _(event: ev.UsageUpdated, state: SiteState) -> Touched:
+    state.last_usage_update = _when(event)
+    return Touched()
+
+
+@_fold.register
+def _(event: ev.FairshareUpdated, state: SiteState) -> Touched:
+    state.last_fairshare_update = _when(event)
+    state.last_usage_update = _when(event)
+    return Touched()

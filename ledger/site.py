@@ -1,0 +1,584 @@
+"""The Site aggregate: the bank tree, associations, queues, projects, factor weights and config.
+
+One aggregate for the whole administrative state, because its rules span objects (a user may
+only join a leaf bank, a bank move must not make a cycle, a default bank must be one of the
+user's active associations). One stream gives every command optimistic concurrency over all of
+them: two writers that race on any part of the site conflict on the version and the loser
+retries against fresh state, so no update is ever lost and no rule is checked against stale
+data. Command methods validate, then trigger events; the reducers (ledger.reducers) apply them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+from uuid import NAMESPACE_URL, uuid5
+
+from eventsourcing.domain import Aggregate
+
+from ledger import events as ev
+from ledger.durations import format_seconds, parse_duration
+from ledger.errors import AlreadyExists, InvalidValue, NotFound
+from ledger.reducers import fold
+from ledger.state import (
+    ASSOCIATION_DEFAULTS,
+    CONFIG_KEYS,
+    FACTOR_DEFAULTS,
+    QUEUE_DEFAULTS,
+    Association,
+    SiteState,
+)
+
+SITE_ID = uuid5(NAMESPACE_URL, "fairledger:site")
+UNLIMITED_WORDS = ("-1", "unlimited")
+LIMIT_FIELDS = ("max_running_jobs", "max_active_jobs", "max_nodes", "max_cores", "max_sched_jobs")
+
+
+@dataclass(frozen=True)
+class Stamp:
+    """When, by whom, why and from where a change is made: the metadata of its events."""
+
+    at: datetime
+    actor: str
+    reason: str = ""
+    source: dict[str, Any] = field(default_factory=dict)
+
+    def kwargs(self) -> dict[str, Any]:
+        return {"timestamp": self.at, "actor": self.actor, "reason": self.reason,
+                "source": dict(self.source)}
+
+
+def csv_items(text: str) -> list[str]:
+    return [item for item in (part.strip() for part in text.split(",")) if item]
+
+
+class Site(Aggregate):
+    def __init__(self) -> None:
+        self.state = SiteState()
+
+    def fold(self, event: Any) -> None:
+        fold(self.state, event)
+
+    # --- creation --------------------------------------------------------------------------------
+    @classmethod
+    def create(cls, stamp: Stamp, epoch: float, config: dict[str, str]) -> Site:
+        site = cls._create(
+            ev.LedgerCreated,
+            id=SITE_ID,
+            epoch=epoch,
+            config=config,
+            factors=dict(FACTOR_DEFAULTS),
+            **stamp.kwargs(),
+        )
+        # flux-accounting seeds the catch-all project at create-db; so do we, as an event.
+        site.trigger_event(ev.ProjectAdded, project="*", project_id=1, **stamp.kwargs())
+        return site
+
+    # --- banks -----------------------------------------------------------------------------------
+    def add_bank(
+        self, stamp: Stamp, bank: str, shares: int, parent_bank: str, priority: float | None
+    ) -> None:
+        s = self.state
+        _check_name("bank", bank)
+        _check_shares(shares)
+        existing = s.banks.get(bank)
+        if existing is not None and existing.active:
+            raise AlreadyExists(f"bank {bank} already exists")
+        if parent_bank:
+            self._check_can_hold_banks(parent_bank)
+        elif existing is None or existing.parent_bank:
+            root = s.root_bank()
+            if root is not None:
+                raise AlreadyExists(f"bank_table already has a root bank: {root.bank}")
+        if existing is not None:
+            # Reactivation takes the arguments given (flux-accounting ignores them: a bug).
+            wanted = {"shares": shares, "parent_bank": parent_bank}
+            if priority is not None:
+                wanted["priority"] = priority
+            if parent_bank and parent_bank != existing.parent_bank:
+                self._check_no_cycle(bank, parent_bank)
+            changes = _diff(existing, wanted)
+            self.trigger_event(ev.BankReactivated, bank=bank, changes=changes, **stamp.kwargs())
+            return
+        self.trigger_event(
+            ev.BankAdded,
+            bank=bank,
+            parent_bank=parent_bank,
+            shares=shares,
+            priority=float(priority or 0.0),
+            bank_id=s.next_bank_id,
+            **stamp.kwargs(),
+        )
+
+    def edit_bank(
+        self,
+        stamp: Stamp,
+        bank: str,
+        shares: int | None = None,
+        parent_bank: str | None = None,
+        priority: float | None = None,
+    ) -> bool:
+        current = self._bank(bank)
+        wanted: dict[str, Any] = {}
+        if shares is not None:
+            _check_shares(shares)
+            wanted["shares"] = shares
+        if priority is not None:
+            wanted["priority"] = float(priority)
+        if parent_bank is not None and parent_bank != current.parent_bank:
+            if not current.parent_bank:
+                raise InvalidValue(f"bank {bank} is the root bank and cannot be moved")
+            self._check_can_hold_banks(parent_bank)
+            self._check_no_cycle(bank, parent_bank)
+            wanted["parent_bank"] = parent_bank
+        changes = _diff(current, wanted)
+        if changes:
+            self.trigger_event(ev.BankEdited, bank=bank, changes=changes, **stamp.kwargs())
+        return bool(changes)
+
+    def delete_bank(self, stamp: Stamp, bank: str, force: bool) -> None:
+        s = self.state
+        current = self._bank(bank)
+        if not force and not current.active:
+            raise InvalidValue(f"bank {bank} is already inactive (use --force to remove it)")
+        banks = [b.bank for b in s.subtree(bank)]
+        in_subtree = set(banks)
+        assocs = [a for a in s.all_associations() if a.bank in in_subtree]
+        if not force:
+            assocs = [a for a in assocs if a.active]
+        leaving = {(a.username, a.bank) for a in assocs}
+        defaults = {}
+        for username in sorted({a.username for a in assocs}):
+            change = self._default_after_leaving(username, leaving)
+            if change:
+                defaults[username] = change
+        pairs = [[a.username, a.bank] for a in sorted(assocs, key=lambda a: (a.bank, a.username))]
+        event_class = ev.BankRemoved if force else ev.BankDeactivated
+        self.trigger_event(
+            event_class,
+            bank=bank,
+            banks=banks,
+            associations=pairs,
+            default_banks=defaults,
+            **stamp.kwargs(),
+        )
+
+    def _bank(self, bank: str) -> Any:
+        found = self.state.banks.get(bank)
+        if found is None:
+            raise NotFound(f"bank {bank} not found in bank_table")
+        return found
+
+    def _check_can_hold_banks(self, parent_bank: str) -> None:
+        parent = self.state.banks.get(parent_bank)
+        if parent is None:
+            raise NotFound(f"parent bank {parent_bank} not found in bank_table")
+        if not parent.active:
+            raise InvalidValue(f"parent bank {parent_bank} is inactive")
+        if self.state.associations_in(parent_bank):
+            raise InvalidValue(
+                f"banks cannot be added to a bank that currently has associations in it: "
+                f"{parent_bank}"
+            )
+
+    def _check_no_cycle(self, bank: str, new_parent: str) -> None:
+        if new_parent == bank or bank in self.state.ancestors(new_parent):
+            raise InvalidValue(
+                f"moving bank {bank} under {new_parent} would make a cycle in the bank tree"
+            )
+
+    # --- associations ----------------------------------------------------------------------------
+    def add_user(
+        self,
+        stamp: Stamp,
+        username: str,
+        bank: str,
+        userid: int | None,
+        given: dict[str, Any],
+        os_userid: int | None = None,
+    ) -> None:
+        """`userid` if given, else the user's existing one, else the OS's (`os_userid`), else
+        65534 (flux-accounting's column default)."""
+        s = self.state
+        _check_name("username", username)
+        target = s.banks.get(bank)
+        if target is None:
+            raise NotFound(f"bank {bank} does not exist in bank_table")
+        if not target.active:
+            raise InvalidValue(f"bank {bank} is inactive")
+        if s.sub_banks(bank):
+            raise InvalidValue(
+                f"associations cannot be added to the same parent bank as a sub-bank: {bank}"
+            )
+        existing = s.association(username, bank)
+        if existing is not None and existing.active:
+            raise AlreadyExists(f"user {username} already exists in bank {bank}")
+        fields = self._association_fields(given, base=existing)
+        others = s.associations.get(username, {})
+        if userid is None:
+            userid = next(iter(others.values())).userid if others else os_userid
+        if userid is None:
+            userid = 65534
+        _check_non_negative("userid", userid)
+        default = None if s.default_banks.get(username) else [None, bank]
+        if existing is not None:
+            wanted = dict(fields, userid=userid)
+            changes = _diff(existing, {k: v for k, v in wanted.items() if k in given or
+                                       k == "userid" and userid != existing.userid})
+            if default is None and not self._active_banks_of(username):
+                default = [s.default_banks.get(username), bank]
+            self.trigger_event(
+                ev.AssociationReactivated,
+                username=username,
+                bank=bank,
+                changes=changes,
+                default_bank=default,
+                **stamp.kwargs(),
+            )
+            return
+        self.trigger_event(
+            ev.AssociationAdded,
+            username=username,
+            bank=bank,
+            userid=userid,
+            fields=fields,
+            default_bank=default,
+            **stamp.kwargs(),
+        )
+
+    def edit_user(
+        self,
+        stamp: Stamp,
+        username: str,
+        bank: str | None,
+        given: dict[str, Any],
+        add_queues: list[str] | None = None,
+        delete_queues: list[str] | None = None,
+        default_bank: str | None = None,
+    ) -> int:
+        """Returns the number of events recorded (0 when nothing changes)."""
+        s = self.state
+        rows = self._user_rows(username, bank)
+        if "queues" in given and (add_queues or delete_queues):
+            raise InvalidValue("--queues cannot be combined with --add-queue/--delete-queue")
+        for queue in (add_queues or []) + (delete_queues or []):
+            self._check_queue(queue)
+        recorded = 0
+        for assoc in rows:
+            fields = self._association_fields(given, base=assoc, partial=True)
+            if add_queues or delete_queues:
+                queues = [q for q in csv_items(assoc.queues) if q not in (delete_queues or [])]
+                queues += [q for q in add_queues or [] if q not in queues]
+                fields["queues"] = ",".join(queues)
+            if given.get("userid") is not None:
+                _check_non_negative("userid", int(given["userid"]))
+                fields["userid"] = int(given["userid"])
+            changes = _diff(assoc, fields)
+            if changes:
+                self.trigger_event(
+                    ev.AssociationEdited,
+                    username=username,
+                    bank=assoc.bank,
+                    changes=changes,
+                    **stamp.kwargs(),
+                )
+                recorded += 1
+        if default_bank is not None:
+            if default_bank in UNLIMITED_WORDS:
+                raise InvalidValue("default bank cannot be reset with -1")
+            if default_bank not in self._active_banks_of(username):
+                raise InvalidValue(
+                    f"user {username} has no active association in bank {default_bank}"
+                )
+            old = s.default_banks.get(username)
+            if old != default_bank:
+                self.trigger_event(
+                    ev.DefaultBankChanged,
+                    username=username,
+                    old=old,
+                    new=default_bank,
+                    **stamp.kwargs(),
+                )
+                recorded += 1
+        return recorded
+
+    def delete_user(self, stamp: Stamp, username: str, bank: str, force: bool) -> None:
+        (assoc,) = self._user_rows(username, bank)
+        if not force and not assoc.active:
+            raise InvalidValue(
+                f"user {username} in bank {bank} is already inactive (use --force to remove it)"
+            )
+        default = self._default_after_leaving(username, {(username, bank)})
+        event_class = ev.AssociationRemoved if force else ev.AssociationDeactivated
+        self.trigger_event(
+            event_class, username=username, bank=bank, default_bank=default, **stamp.kwargs()
+        )
+
+    def _user_rows(self, username: str, bank: str | None) -> list[Association]:
+        banks = self.state.associations.get(username)
+        if not banks:
+            raise NotFound(f"user {username} not found in association_table")
+        if bank is None:
+            return [banks[b] for b in sorted(banks)]
+        if bank not in banks:
+            raise NotFound(f"user {username} not found in bank {bank}")
+        return [banks[bank]]
+
+    def _active_banks_of(self, username: str) -> list[str]:
+        rows = self.state.associations.get(username, {}).values()
+        return [a.bank for a in sorted(rows, key=lambda a: (a.creation_time, a.bank)) if a.active]
+
+    def _default_after_leaving(
+        self, username: str, leaving: set[tuple[str, str]]
+    ) -> list[str | None] | None:
+        """The user's default bank moves to their earliest remaining active association."""
+        current = self.state.default_banks.get(username)
+        if (username, current) not in leaving:
+            return None
+        remaining = [b for b in self._active_banks_of(username) if (username, b) not in leaving]
+        if not remaining:
+            return None
+        return [current, remaining[0]]
+
+    def _association_fields(
+        self, given: dict[str, Any], base: Association | None, partial: bool = False
+    ) -> dict[str, Any]:
+        """Validated association fields: defaults filled in unless `partial` (edits)."""
+        out: dict[str, Any] = {} if partial else dict(ASSOCIATION_DEFAULTS)
+        if base is not None and not partial:
+            out.update({k: getattr(base, k) for k in ASSOCIATION_DEFAULTS})
+        for name, value in given.items():
+            if value is None or name == "userid":
+                continue
+            if str(value) in UNLIMITED_WORDS and name != "default_project":
+                out[name] = ASSOCIATION_DEFAULTS[name]
+                continue
+            if name == "shares":
+                _check_shares(int(value))
+                out[name] = int(value)
+            elif name in LIMIT_FIELDS:
+                _check_non_negative(name, int(value))
+                out[name] = int(value)
+            elif name == "queues":
+                queues = csv_items(str(value))
+                for queue in queues:
+                    self._check_queue(queue)
+                out[name] = ",".join(queues)
+            elif name == "projects":
+                projects = csv_items(str(value))
+                for project in projects:
+                    self._check_project(project)
+                if "*" not in projects:
+                    projects.append("*")  # every association may use the catch-all project
+                out[name] = ",".join(projects)
+            elif name == "default_project":
+                if str(value) in UNLIMITED_WORDS:
+                    out[name] = "*"
+                else:
+                    self._check_project(str(value))
+                    out[name] = str(value)
+        projects = csv_items(out.get("projects", base.projects if base else "*"))
+        if "default_project" in given and given["default_project"] is not None:
+            if out["default_project"] not in projects:
+                projects.insert(0, out["default_project"])
+                out["projects"] = ",".join(projects)
+        elif "projects" in out and not partial and "projects" in given:
+            out["default_project"] = projects[0] if projects else "*"
+        return out
+
+    def _check_queue(self, queue: str) -> None:
+        if queue not in self.state.queues:
+            raise NotFound(f"queue {queue} does not exist in queue_table")
+
+    def _check_project(self, project: str) -> None:
+        if project not in self.state.projects:
+            raise NotFound(f"project {project} does not exist in project_table")
+
+    # --- queues and projects ---------------------------------------------------------------------
+    def add_queue(self, stamp: Stamp, queue: str, given: dict[str, int | None]) -> None:
+        _check_name("queue", queue)
+        if queue in self.state.queues:
+            raise AlreadyExists(f"queue {queue} already exists in queue_table")
+        fields = dict(QUEUE_DEFAULTS)
+        for name, value in given.items():
+            if value is None:
+                continue
+            if name != "priority":  # a negative priority is how a site ranks a queue last
+                _check_non_negative(name, value)
+            fields[name] = int(value)
+        self.trigger_event(ev.QueueAdded, queue=queue, fields=fields, **stamp.kwargs())
+
+    def edit_queue(self, stamp: Stamp, queue: str, given: dict[str, int | None]) -> bool:
+        current = self.state.queues.get(queue)
+        if current is None:
+            raise NotFound(f"queue {queue} not found in queue_table")
+        wanted: dict[str, int] = {}
+        for name, value in given.items():
+            if value is None:
+                continue
+            if name != "priority" and value == -1:
+                wanted[name] = QUEUE_DEFAULTS[name]
+                continue
+            if name != "priority":
+                _check_non_negative(name, value)
+            wanted[name] = int(value)
+        changes = _diff(current, wanted)
+        if changes:
+            self.trigger_event(ev.QueueEdited, queue=queue, changes=changes, **stamp.kwargs())
+        return bool(changes)
+
+    def delete_queue(self, stamp: Stamp, queue: str) -> list[str]:
+        """Returns the associations that still list the queue (the caller warns about them)."""
+        if queue not in self.state.queues:
+            raise NotFound(f"queue {queue} not found in queue_table")
+        users = [f"{a.username}/{a.bank}" for a in self.state.all_associations()
+                 if queue in csv_items(a.queues)]
+        self.trigger_event(ev.QueueRemoved, queue=queue, **stamp.kwargs())
+        return sorted(users)
+
+    def add_project(self, stamp: Stamp, project: str) -> None:
+        _check_name("project", project)
+        if project in self.state.projects:
+            raise AlreadyExists(f"project {project} already exists in project_table")
+        self.trigger_event(
+            ev.ProjectAdded,
+            project=project,
+            project_id=self.state.next_project_id,
+            **stamp.kwargs(),
+        )
+
+    def delete_project(self, stamp: Stamp, project: str) -> list[str]:
+        if project not in self.state.projects:
+            raise NotFound(f"project {project} not found in project_table")
+        if project == "*":
+            raise InvalidValue("project * cannot be deleted: every association may use it")
+        users = [f"{a.username}/{a.bank}" for a in self.state.all_associations()
+                 if project in csv_items(a.projects)]
+        self.trigger_event(ev.ProjectRemoved, project=project, **stamp.kwargs())
+        return sorted(users)
+
+    # --- factors and config ----------------------------------------------------------------------
+    def edit_factor(self, stamp: Stamp, factor: str, weight: int) -> bool:
+        if factor not in FACTOR_DEFAULTS:
+            raise InvalidValue(
+                f"factor {factor} not found; choose one of {', '.join(FACTOR_DEFAULTS)}"
+            )
+        old = self.state.factors.get(factor)
+        if old == weight:
+            return False
+        self.trigger_event(
+            ev.FactorWeightChanged, factor=factor, old=old, new=int(weight), **stamp.kwargs()
+        )
+        return True
+
+    def reset_factors(self, stamp: Stamp) -> int:
+        return sum(self.edit_factor(stamp, f, w) for f, w in FACTOR_DEFAULTS.items())
+
+    def edit_config(self, stamp: Stamp, pairs: list[tuple[str, str]]) -> int:
+        # Validate every pair before recording any, so a bad pair leaves nothing half-written.
+        normalised = [(key, normalise_config_value(key, value)) for key, value in pairs]
+        merged = dict(self.state.config, **dict(normalised))
+        check_decay_config(merged)
+        recorded = 0
+        for key, value in normalised:
+            old = self.state.config.get(key)
+            if old != value:
+                self.trigger_event(
+                    ev.ConfigChanged, key=key, old=old, new=value, **stamp.kwargs()
+                )
+                recorded += 1
+        return recorded
+
+    # --- usage -----------------------------------------------------------------------------------
+    def clear_usage(self, stamp: Stamp, bank: str, ignore_older_than: float) -> None:
+        self._bank(bank)
+        in_subtree = {b.bank for b in self.state.subtree(bank)}
+        pairs = sorted([a.username, a.bank] for a in self.state.all_associations()
+                       if a.bank in in_subtree)
+        self.trigger_event(
+            ev.UsageCleared,
+            bank=bank,
+            associations=pairs,
+            ignore_older_than=float(ignore_older_than),
+            **stamp.kwargs(),
+        )
+
+    def mark_usage_updated(self, stamp: Stamp) -> None:
+        self.trigger_event(ev.UsageUpdated, **stamp.kwargs())
+
+    def mark_fairshare_updated(self, stamp: Stamp) -> None:
+        self.trigger_event(ev.FairshareUpdated, **stamp.kwargs())
+
+
+# --- validation helpers shared by the commands -----------------------------------------------------
+def _check_name(kind: str, name: str) -> None:
+    if not name or name != name.strip() or "," in name:
+        raise InvalidValue(f"invalid {kind} name: {name!r}")
+
+
+def _check_shares(shares: int) -> None:
+    if shares < 0:
+        raise InvalidValue(f"invalid shares: {shares} (shares must be >= 0)")
+
+
+def _check_non_negative(name: str, value: int) -> None:
+    if value < 0:
+        raise InvalidValue(f"invalid {name}: {value} (must be >= 0, or -1 to reset)")
+
+
+def _diff(obj: Any, wanted: dict[str, Any]) -> dict[str, list[Any]]:
+    return {k: [getattr(obj, k), v] for k, v in wanted.items() if getattr(obj, k) != v}
+
+
+def default_config(half_life: float, reset_period: float, decay_factor: float) -> dict[str, str]:
+    config = {
+        "priority_usage_reset_period": format_seconds(reset_period),
+        "priority_decay_half_life": format_seconds(half_life),
+        "decay_factor": str(decay_factor),
+        "node_weight": "1.0",
+        "core_weight": "0.0",
+        "gpu_weight": "0.0",
+        "deny_unknown_queues": "false",
+    }
+    check_decay_config(config)
+    return config
+
+
+def normalise_config_value(key: str, value: str) -> str:
+    """The stored text of a config value, validated the way flux-accounting's edit-config does."""
+    if key not in CONFIG_KEYS:
+        raise NotFound(f"key {key} not found in config_table")
+    text = str(value).strip()
+    if key in ("node_weight", "core_weight", "gpu_weight"):
+        try:
+            number = float(text)
+        except ValueError:
+            raise InvalidValue(f"invalid {key}: {text!r} (must be a number)") from None
+        if number < 0:
+            raise InvalidValue(f"invalid {key}: {text} (must be >= 0)")
+        return str(number)
+    if key in ("priority_usage_reset_period", "priority_decay_half_life"):
+        seconds = parse_duration(text)
+        if seconds <= 0:
+            raise InvalidValue(f"invalid {key}: {text} (must be > 0)")
+        return str(seconds)
+    if key == "decay_factor":
+        try:
+            factor = float(text)
+        except ValueError:
+            raise InvalidValue(f"invalid decay_factor: {text!r} (must be a number)") from None
+        return str(factor)
+    if text.lower() not in ("true", "false"):
+        raise InvalidValue(f"invalid deny_unknown_queues: {text!r} (must be true or false)")
+    return text.lower()
+
+
+def check_decay_config(config: dict[str, str]) -> None:
+    factor = float(config["decay_factor"])
+    if not 0.0 < factor <= 1.0:
+        raise InvalidValue(f"invalid decay_factor: {config['decay_factor']} (must be in (0, 1])")
+    if float(config["priority_decay_half_life"]) <= 0:
+        raise InvalidValue(
+            f"invalid priority_decay_half_life: {config['priority_decay_half_life']}"
+        )

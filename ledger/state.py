@@ -1,0 +1,173 @@
+"""The site's administrative state: what the reducers fold events into.
+
+Plain dataclasses with no behaviour beyond lookups, so that the Site aggregate, the SQL
+projections and as-of replays all share one representation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+INTEGER_MAX = 2147483647  # flux-accounting's "unlimited"; kept so payloads match the plugin's
+
+# Defaults of flux-accounting's association_table and queue_table (research §2).
+ASSOCIATION_DEFAULTS: dict[str, Any] = {
+    "shares": 1,
+    "max_running_jobs": 5,
+    "max_active_jobs": 7,
+    "max_nodes": INTEGER_MAX,
+    "max_cores": INTEGER_MAX,
+    "queues": "",
+    "projects": "*",
+    "default_project": "*",
+    "max_sched_jobs": INTEGER_MAX,
+}
+QUEUE_DEFAULTS: dict[str, int] = {
+    "min_nodes_per_job": 1,
+    "max_nodes_per_job": 1,
+    "max_time_per_job": 60,
+    "priority": 0,
+    "max_running_jobs": 100,
+    "max_nodes_per_assoc": INTEGER_MAX,
+    "max_sched_jobs": INTEGER_MAX,
+    "max_sched_nodes_per_assoc": INTEGER_MAX,
+    "max_sched_cores_per_assoc": INTEGER_MAX,
+    "max_nodes": INTEGER_MAX,
+    "max_cores": INTEGER_MAX,
+}
+FACTOR_DEFAULTS: dict[str, int] = {"fairshare": 100000, "queue": 10000, "bank": 0, "urgency": 1000}
+CONFIG_KEYS = (
+    "priority_usage_reset_period",
+    "priority_decay_half_life",
+    "decay_factor",
+    "node_weight",
+    "core_weight",
+    "gpu_weight",
+    "deny_unknown_queues",
+)
+
+
+@dataclass
+class Bank:
+    bank_id: int
+    bank: str
+    parent_bank: str
+    shares: int
+    priority: float = 0.0
+    active: bool = True
+    ignore_older_than: float = 0.0
+
+
+@dataclass
+class Association:
+    username: str
+    bank: str
+    userid: int
+    creation_time: float
+    mod_time: float
+    active: bool = True
+    shares: int = 1
+    max_running_jobs: int = 5
+    max_active_jobs: int = 7
+    max_nodes: int = INTEGER_MAX
+    max_cores: int = INTEGER_MAX
+    queues: str = ""
+    projects: str = "*"
+    default_project: str = "*"
+    max_sched_jobs: int = INTEGER_MAX
+    # clear-usage: jobs of this association that ended at or before this time stop counting.
+    ignore_older_than: float = 0.0
+
+
+@dataclass
+class Queue:
+    queue: str
+    min_nodes_per_job: int = 1
+    max_nodes_per_job: int = 1
+    max_time_per_job: int = 60
+    priority: int = 0
+    max_running_jobs: int = 100
+    max_nodes_per_assoc: int = INTEGER_MAX
+    max_sched_jobs: int = INTEGER_MAX
+    max_sched_nodes_per_assoc: int = INTEGER_MAX
+    max_sched_cores_per_assoc: int = INTEGER_MAX
+    max_nodes: int = INTEGER_MAX
+    max_cores: int = INTEGER_MAX
+
+
+@dataclass
+class Project:
+    project_id: int
+    project: str
+
+
+@dataclass
+class SiteState:
+    epoch: float = 0.0
+    config: dict[str, str] = field(default_factory=dict)
+    factors: dict[str, int] = field(default_factory=dict)
+    banks: dict[str, Bank] = field(default_factory=dict)
+    # username -> bank -> association: nested so that the state stays JSON-transcodable.
+    associations: dict[str, dict[str, Association]] = field(default_factory=dict)
+    default_banks: dict[str, str] = field(default_factory=dict)
+    queues: dict[str, Queue] = field(default_factory=dict)
+    projects: dict[str, Project] = field(default_factory=dict)
+    next_bank_id: int = 1
+    next_project_id: int = 1
+    last_usage_update: float | None = None
+    last_fairshare_update: float | None = None
+
+    # --- lookups -------------------------------------------------------------------------------
+    def root_bank(self) -> Bank | None:
+        return next((b for b in self.banks.values() if b.parent_bank == ""), None)
+
+    def sub_banks(self, name: str) -> list[Bank]:
+        return sorted((b for b in self.banks.values() if b.parent_bank == name), key=lambda b: b.bank)
+
+    def subtree(self, name: str) -> list[Bank]:
+        """The bank and every bank below it, parents before children."""
+        out, todo = [], [self.banks[name]]
+        while todo:
+            bank = todo.pop(0)
+            out.append(bank)
+            todo.extend(self.sub_banks(bank.bank))
+        return out
+
+    def associations_in(self, bank: str) -> list[Association]:
+        rows = [a for banks in self.associations.values() for b, a in banks.items() if b == bank]
+        return sorted(rows, key=lambda a: a.username)
+
+    def association(self, username: str, bank: str) -> Association | None:
+        return self.associations.get(username, {}).get(bank)
+
+    def all_associations(self) -> list[Association]:
+        return [a for banks in self.associations.values() for a in banks.values()]
+
+    def ancestors(self, name: str) -> list[str]:
+        """Names from the bank's parent up to the root."""
+        out, bank = [], self.banks.get(name)
+        while bank is not None and bank.parent_bank:
+            out.append(bank.parent_bank)
+            bank = self.banks.get(bank.parent_bank)
+        return out
+
+
+# --- transcoding (snapshots store the state as JSON) --------------------------------------------
+def state_to_dict(state: SiteState) -> dict[str, Any]:
+    return asdict(state)
+
+
+def state_from_dict(data: dict[str, Any]) -> SiteState:
+    state = SiteState(**{f.name: data[f.name] for f in fields(SiteState) if f.name in data})
+    state.banks = {k: Bank(**v) for k, v in data["banks"].items()}
+    state.associations = {
+        user: {bank: Association(**row) for bank, row in banks.items()}
+        for user, banks in data["associations"].items()
+    }
+    state.queues = {k: Queue(**v) for k, v in data["queues"].items()}
+    state.projects = {k: Project(**v) for k, v in data["projects"].items()}
+    state.config = dict(data["config"])
+    state.factors = dict(data["factors"])
+    state.default_banks = dict(data["default_banks"])
+    return state

@@ -1,0 +1,141 @@
+"""Reads of the read models, returning rows keyed by flux-accounting's column names."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ledger.errors import NotFound
+from ledger.state import CONFIG_KEYS, FACTOR_DEFAULTS
+from ledger.storage import Connection
+from projections.schema import (
+    ASSOCIATION_COLUMNS,
+    BANK_COLUMNS,
+    CONFIG_COLUMNS,
+    FACTOR_COLUMNS,
+    PROJECT_COLUMNS,
+    QUEUE_COLUMNS,
+)
+
+Row = dict[str, Any]
+
+
+def _select(columns: list[str], table: str) -> str:
+    return f"SELECT {', '.join(columns)} FROM {table}"
+
+
+def banks(conn: Connection, include_inactive: bool = False) -> list[Row]:
+    where = "" if include_inactive else " WHERE active = 1"
+    return conn.query(_select(BANK_COLUMNS, "bank_table") + where + " ORDER BY bank_id")
+
+
+def bank(conn: Connection, name: str) -> Row:
+    rows = conn.query(_select(BANK_COLUMNS, "bank_table") + " WHERE bank = ?", (name,))
+    if not rows:
+        raise NotFound(f"bank {name} not found in bank_table")
+    return rows[0]
+
+
+def subtree_banks(conn: Connection, top: str) -> list[Row]:
+    everything = banks(conn, include_inactive=True)
+    by_parent: dict[str, list[Row]] = {}
+    for row in everything:
+        by_parent.setdefault(row["parent_bank"], []).append(row)
+    out = [bank(conn, top)]
+    index = 0
+    while index < len(out):
+        out.extend(by_parent.get(out[index]["bank"], []))
+        index += 1
+    return out
+
+
+def associations(conn: Connection, filters: dict[str, Any] | None = None) -> list[Row]:
+    """flux-accounting's list-users filters: ANDed; a comma list means IN (...); queues,
+    projects and default_project match any listed item as a whole CSV element."""
+    clauses, params = [], []
+    for column, value in (filters or {}).items():
+        if value is None:
+            continue
+        if column == "active":
+            clauses.append("active = ?")
+            params.append(int(value))
+            continue
+        items = [v.strip() for v in str(value).split(",") if v.strip()]
+        if column in ("queues", "projects", "default_project"):
+            ors = []
+            for item in items:
+                ors.append(f"(',' || {column} || ',') LIKE ?")
+                params.append(f"%,{item},%")
+            clauses.append("(" + " OR ".join(ors) + ")")
+        else:
+            clauses.append(f"{column} IN ({', '.join('?' * len(items))})")
+            params.extend(items)
+    where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
+    return conn.query(
+        _select(ASSOCIATION_COLUMNS, "association_table") + where + " ORDER BY username, bank",
+        params,
+    )
+
+
+def user_rows(conn: Connection, username: str) -> list[Row]:
+    rows = associations(conn, {"username": username})
+    if not rows:
+        raise NotFound(f"user {username} not found in association_table")
+    return rows
+
+
+def users_in(conn: Connection, bank_names: list[str]) -> list[Row]:
+    if not bank_names:
+        return []
+    marks = ", ".join("?" * len(bank_names))
+    return conn.query(
+        _select(ASSOCIATION_COLUMNS, "association_table") + f" WHERE bank IN ({marks})"
+        " ORDER BY username", bank_names)
+
+
+def queues(conn: Connection) -> list[Row]:
+    return conn.query(_select(QUEUE_COLUMNS, "queue_table") + " ORDER BY queue")
+
+
+def queue(conn: Connection, name: str) -> Row:
+    rows = conn.query(_select(QUEUE_COLUMNS, "queue_table") + " WHERE queue = ?", (name,))
+    if not rows:
+        raise NotFound(f"queue {name} not found in queue_table")
+    return rows[0]
+
+
+def projects(conn: Connection) -> list[Row]:
+    return conn.query(_select(PROJECT_COLUMNS, "project_table") + " ORDER BY project_id")
+
+
+def project(conn: Connection, name: str) -> Row:
+    rows = conn.query(_select(PROJECT_COLUMNS, "project_table") + " WHERE project = ?", (name,))
+    if not rows:
+        raise NotFound(f"project {name} not found in project_table")
+    return rows[0]
+
+
+def factors(conn: Connection) -> list[Row]:
+    rows = conn.query(_select(FACTOR_COLUMNS, "priority_factor_weight_table"))
+    order = list(FACTOR_DEFAULTS)
+    return sorted(rows, key=lambda r: (order.index(r["factor"]) if r["factor"] in order else 99))
+
+
+def factor(conn: Connection, name: str) -> Row:
+    rows = conn.query(_select(FACTOR_COLUMNS, "priority_factor_weight_table") +
+                      " WHERE factor = ?", (name,))
+    if not rows:
+        raise NotFound(f"factor {name} not found in priority_factor_weight_table")
+    return rows[0]
+
+
+def configs(conn: Connection) -> list[Row]:
+    rows = conn.query(_select(CONFIG_COLUMNS, "config_table"))
+    order = list(CONFIG_KEYS)
+    return sorted(rows, key=lambda r: (order.index(r["key"]) if r["key"] in order else 99))
+
+
+def config(conn: Connection, key: str) -> Row:
+    rows = conn.query(_select(CONFIG_COLUMNS, "config_table") + " WHERE key = ?", (key,))
+    if not rows:
+        raise NotFound(f"key {key} not found in config_table")
+    return rows[0]

@@ -1,0 +1,102 @@
+"""Read-model tables, named and laid out like flux-accounting's so its users' SQL carries over.
+
+Only portable SQL (SQLite >= 3.24 and PostgreSQL): the same statements run on both stores.
+Bump READ_MODEL_VERSION when a table changes: opening a ledger then rebuilds the read models.
+"""
+
+READ_MODEL_VERSION = 1
+
+TABLES: dict[str, str] = {
+    "projection_tracking": """
+        CREATE TABLE IF NOT EXISTS projection_tracking (
+            name TEXT PRIMARY KEY,
+            position BIGINT NOT NULL
+        )""",
+    "bank_table": """
+        CREATE TABLE IF NOT EXISTS bank_table (
+            bank_id INTEGER NOT NULL,
+            bank TEXT PRIMARY KEY,
+            active INTEGER NOT NULL,
+            parent_bank TEXT NOT NULL,
+            shares BIGINT NOT NULL,
+            job_usage DOUBLE PRECISION NOT NULL DEFAULT 0.0,
+            priority DOUBLE PRECISION NOT NULL,
+            ignore_older_than BIGINT NOT NULL DEFAULT 0
+        )""",
+    "association_table": """
+        CREATE TABLE IF NOT EXISTS association_table (
+            creation_time BIGINT NOT NULL,
+            mod_time BIGINT NOT NULL,
+            active INTEGER NOT NULL,
+            username TEXT NOT NULL,
+            userid BIGINT NOT NULL,
+            bank TEXT NOT NULL,
+            default_bank TEXT NOT NULL,
+            shares BIGINT NOT NULL,
+            job_usage DOUBLE PRECISION NOT NULL DEFAULT 0.0,
+            fairshare DOUBLE PRECISION NOT NULL DEFAULT 0.5,
+            max_running_jobs BIGINT NOT NULL,
+            max_active_jobs BIGINT NOT NULL,
+            max_nodes BIGINT NOT NULL,
+            max_cores BIGINT NOT NULL,
+            queues TEXT NOT NULL,
+            projects TEXT NOT NULL,
+            default_project TEXT NOT NULL,
+            max_sched_jobs BIGINT NOT NULL,
+            ignore_older_than DOUBLE PRECISION NOT NULL DEFAULT 0,
+            PRIMARY KEY (username, bank)
+        )""",
+    "queue_table": """
+        CREATE TABLE IF NOT EXISTS queue_table (
+            queue TEXT PRIMARY KEY,
+            min_nodes_per_job BIGINT NOT NULL,
+            max_nodes_per_job BIGINT NOT NULL,
+            max_time_per_job BIGINT NOT NULL,
+            priority BIGINT NOT NULL,
+            max_running_jobs BIGINT NOT NULL,
+            max_nodes_per_assoc BIGINT NOT NULL,
+            max_sched_jobs BIGINT NOT NULL,
+            max_sched_nodes_per_assoc BIGINT NOT NULL,
+            max_sched_cores_per_assoc BIGINT NOT NULL,
+            max_nodes BIGINT NOT NULL,
+            max_cores BIGINT NOT NULL
+        )""",
+    "project_table": """
+        CREATE TABLE IF NOT EXISTS project_table (
+            project_id INTEGER NOT NULL,
+            project TEXT PRIMARY KEY,
+            usage DOUBLE PRECISION NOT NULL DEFAULT 0.0
+        )""",
+    "priority_factor_weight_table": """
+        CREATE TABLE IF NOT EXISTS priority_factor_weight_table (
+            factor TEXT PRIMARY KEY,
+            weight BIGINT NOT NULL
+        )""",
+    "config_table": """
+        CREATE TABLE IF NOT EXISTS config_table (
+            key TEXT PRIMARY KEY,
+            value TEXT NOT NULL
+        )""",
+}
+
+INDEXES: list[str] = [
+    "CREATE INDEX IF NOT EXISTS association_bank_idx ON association_table (bank)",
+    "CREATE INDEX IF NOT EXISTS bank_parent_idx ON bank_table (parent_bank)",
+]
+
+# Column orders as flux-accounting's tables have them (its `--fields`, `-o` and JSON keys).
+BANK_COLUMNS = ["bank_id", "bank", "active", "parent_bank", "shares", "job_usage", "priority",
+                "ignore_older_than"]
+ASSOCIATION_COLUMNS = [
+    "creation_time", "mod_time", "active", "username", "userid", "bank", "default_bank",
+    "shares", "job_usage", "fairshare", "max_running_jobs", "max_active_jobs", "max_nodes",
+    "max_cores", "queues", "projects", "default_project", "max_sched_jobs",
+]
+QUEUE_COLUMNS = [
+    "queue", "min_nodes_per_job", "max_nodes_per_job", "max_time_per_job", "priority",
+    "max_running_jobs", "max_nodes_per_assoc", "max_sched_jobs", "max_sched_nodes_per_assoc",
+    "max_sched_cores_per_assoc", "max_nodes", "max_cores",
+]
+PROJECT_COLUMNS = ["project_id", "project", "usage"]
+FACTOR_COLUMNS = ["factor", "weight"]
+CONFIG_COLUMNS = ["key", "value"]

@@ -1,0 +1,94 @@
+"""The site projection: bank, association, queue, project, factor and config tables.
+
+It folds Site events with the same reducers the aggregate uses, onto the state as it stood just
+before the first new event (loaded from the aggregate's snapshot), and rewrites only the rows the
+events touched. Usage and fair-share columns belong to the usage projection and are left alone.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ledger.reducers import Touched, fold
+from ledger.state import Association, Bank, SiteState
+from ledger.storage import Connection
+
+
+def bank_row(bank: Bank) -> tuple[Any, ...]:
+    return (bank.bank_id, bank.bank, int(bank.active), bank.parent_bank, bank.shares,
+            bank.priority, int(bank.ignore_older_than))
+
+
+def association_row(state: SiteState, a: Association) -> tuple[Any, ...]:
+    return (
+        int(a.creation_time), int(a.mod_time), int(a.active), a.username, a.userid, a.bank,
+        state.default_banks.get(a.username, a.bank), a.shares, a.max_running_jobs,
+        a.max_active_jobs, a.max_nodes, a.max_cores, a.queues, a.projects, a.default_project,
+        a.max_sched_jobs, a.ignore_older_than,
+    )
+
+
+_UPSERT_BANK = """
+    INSERT INTO bank_table (bank_id, bank, active, parent_bank, shares, priority,
+                            ignore_older_than)
+    VALUES (?, ?, ?, ?, ?, ?, ?)
+    ON CONFLICT (bank) DO UPDATE SET bank_id = excluded.bank_id, active = excluded.active,
+        parent_bank = excluded.parent_bank, shares = excluded.shares,
+        priority = excluded.priority, ignore_older_than = excluded.ignore_older_than"""
+
+_UPSERT_ASSOCIATION = """
+    INSERT INTO association_table (creation_time, mod_time, active, username, userid, bank,
+        default_bank, shares, max_running_jobs, max_active_jobs, max_nodes, max_cores, queues,
+        projects, default_project, max_sched_jobs, ignore_older_than)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+    ON CONFLICT (username, bank) DO UPDATE SET creation_time = excluded.creation_time,
+        mod_time = excluded.mod_time, active = excluded.active, userid = excluded.userid,
+        default_bank = excluded.default_bank, shares = excluded.shares,
+        max_running_jobs = excluded.max_running_jobs, max_active_jobs = excluded.max_active_jobs,
+        max_nodes = excluded.max_nodes, max_cores = excluded.max_cores, queues = excluded.queues,
+        projects = excluded.projects, default_project = excluded.default_project,
+        max_sched_jobs = excluded.max_sched_jobs, ignore_older_than = excluded.ignore_older_than"""
+
+
+def write_touched(conn: Connection, state: SiteState, touched: Touched) -> None:
+    """Make the tables' rows for the touched keys equal the state's."""
+    for name in sorted(touched.banks):
+        bank = state.banks.get(name)
+        if bank is None:
+            conn.execute("DELETE FROM bank_table WHERE bank = ?", (name,))
+        else:
+            conn.execute(_UPSERT_BANK, bank_row(bank))
+    for username in sorted(touched.users):
+        banks = state.associations.get(username, {})
+        existing = conn.query("SELECT bank FROM association_table WHERE username = ?", (username,))
+        for row in existing:
+            if row["bank"] not in banks:
+                conn.execute("DELETE FROM association_table WHERE username = ? AND bank = ?",
+                             (username, row["bank"]))
+        conn.executemany(_UPSERT_ASSOCIATION, [association_row(state, a) for a in banks.values()])
+    for name in sorted(touched.queues):
+        conn.execute("DELETE FROM queue_table WHERE queue = ?", (name,))
+        queue = state.queues.get(name)
+        if queue is not None:
+            values = list(vars(queue).values())
+            conn.execute(f"INSERT INTO queue_table VALUES ({', '.join('?' * len(values))})", values)
+    for name in sorted(touched.projects):
+        conn.execute("DELETE FROM project_table WHERE project = ?", (name,))
+        project = state.projects.get(name)
+        if project is not None:
+            conn.execute("INSERT INTO project_table (project_id, project) VALUES (?, ?)",
+                         (project.project_id, project.project))
+    if touched.factors:
+        conn.execute("DELETE FROM priority_factor_weight_table")
+        conn.executemany("INSERT INTO priority_factor_weight_table VALUES (?, ?)",
+                         list(state.factors.items()))
+    if touched.config:
+        conn.execute("DELETE FROM config_table")
+        conn.executemany("INSERT INTO config_table VALUES (?, ?)", list(state.config.items()))
+
+
+def fold_all(state: SiteState, events: list[Any]) -> Touched:
+    touched = Touched()
+    for event in events:
+        touched.update(fold(state, event))
+    return touched
