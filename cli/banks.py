@@ -15,18 +15,28 @@ from projections.schema import BANK_COLUMNS
 USER_COLUMNS = ["username", "active", "default_bank", "shares", "job_usage", "fairshare"]
 
 
-@click.command("add-bank")
+# ignore_unknown_options lets a negative SHARES reach our rule (exit 1 naming the value)
+# instead of being taken for an option; a real unknown option still fails as an extra argument.
+@click.command("add-bank", context_settings={"ignore_unknown_options": True})
 @click.argument("bank")
 @click.argument("shares", type=int)
 @click.option("--parent-bank", default="", help="The parent bank ('' makes the root).")
 @click.option("--priority", type=float, default=None, help="Bank priority factor (default 0.0).")
 @change_options
 @click.pass_context
-def add_bank(ctx: click.Context, bank: str, shares: int, parent_bank: str,
-             priority: float | None, actor: str | None, reason: str | None) -> None:
+def add_bank(
+    ctx: click.Context,
+    bank: str,
+    shares: int,
+    parent_bank: str,
+    priority: float | None,
+    actor: str | None,
+    reason: str | None,
+) -> None:
     """Add BANK with SHARES under --parent-bank (or reactivate it)."""
-    session(ctx).change(lambda s, st: s.add_bank(st, bank, shares, parent_bank, priority),
-                        reason, actor)
+    session(ctx).change(
+        lambda s, st: s.add_bank(st, bank, shares, parent_bank, priority), reason, actor
+    )
 
 
 @click.command("edit-bank")
@@ -36,23 +46,35 @@ def add_bank(ctx: click.Context, bank: str, shares: int, parent_bank: str,
 @click.option("--priority", type=float, default=None)
 @change_options
 @click.pass_context
-def edit_bank(ctx: click.Context, bank: str, shares: int | None, parent_bank: str | None,
-              priority: float | None, actor: str | None, reason: str | None) -> None:
+def edit_bank(
+    ctx: click.Context,
+    bank: str,
+    shares: int | None,
+    parent_bank: str | None,
+    priority: float | None,
+    actor: str | None,
+    reason: str | None,
+) -> None:
     """Edit BANK's shares, parent or priority."""
     changed = session(ctx).change(
-        lambda s, st: s.edit_bank(st, bank, shares, parent_bank, priority), reason, actor)
+        lambda s, st: s.edit_bank(st, bank, shares, parent_bank, priority), reason, actor
+    )
     if not changed:
         click.echo(f"bank {bank}: nothing to change", err=True)
 
 
 @click.command("delete-bank")
 @click.argument("bank")
-@click.option("--force", is_flag=True, help="Remove the bank, its sub-banks and associations "
-              "instead of deactivating them.")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Remove the bank, its sub-banks and associations instead of deactivating them.",
+)
 @change_options
 @click.pass_context
-def delete_bank(ctx: click.Context, bank: str, force: bool, actor: str | None,
-                reason: str | None) -> None:
+def delete_bank(
+    ctx: click.Context, bank: str, force: bool, actor: str | None, reason: str | None
+) -> None:
     """Deactivate BANK, its sub-banks and their associations (or remove them with --force)."""
     session(ctx).change(lambda s, st: s.delete_bank(st, bank, force), reason, actor)
 
@@ -61,8 +83,9 @@ def delete_bank(ctx: click.Context, bank: str, force: bool, actor: str | None,
 @click.option("--inactive", is_flag=True, help="Include inactive banks.")
 @output_options
 @click.pass_context
-def list_banks(ctx: click.Context, inactive: bool, as_json: bool, fmt: str | None,
-               fields: str | None) -> None:
+def list_banks(
+    ctx: click.Context, inactive: bool, as_json: bool, fmt: str | None, fields: str | None
+) -> None:
     """List banks."""
     rows = queries.banks(session(ctx).read(), include_inactive=inactive)
     click.echo(Output(as_json, fmt, fields).render(rows, BANK_COLUMNS))
@@ -76,8 +99,17 @@ def list_banks(ctx: click.Context, inactive: bool, as_json: bool, fmt: str | Non
 @click.option("-A", "--active", "active_only", is_flag=True, help="With -t: active rows only.")
 @output_options
 @click.pass_context
-def view_bank(ctx: click.Context, bank: str, tree: bool, users: bool, parsable: bool,
-              active_only: bool, as_json: bool, fmt: str | None, fields: str | None) -> None:
+def view_bank(
+    ctx: click.Context,
+    bank: str,
+    tree: bool,
+    users: bool,
+    parsable: bool,
+    active_only: bool,
+    as_json: bool,
+    fmt: str | None,
+    fields: str | None,
+) -> None:
     """Show BANK (a row, its users with -u, or its hierarchy with -t)."""
     conn = session(ctx).read()
     row = queries.bank(conn, bank)
@@ -85,9 +117,20 @@ def view_bank(ctx: click.Context, bank: str, tree: bool, users: bool, parsable: 
         banks = queries.subtree_banks(conn, bank)
         members = queries.users_in(conn, [b["bank"] for b in banks])
         if as_json:
-            click.echo(Output(True, None, None).render(
-                _tree_rows(bank, banks, members), ["bank", "parent_bank", "username", "active",
-                                                   "shares", "job_usage", "fairshare"]))
+            click.echo(
+                Output(True, None, None).render(
+                    _tree_rows(bank, banks, members),
+                    [
+                        "bank",
+                        "parent_bank",
+                        "username",
+                        "active",
+                        "shares",
+                        "job_usage",
+                        "fairshare",
+                    ],
+                )
+            )
             return
         click.echo(render_tree(bank, banks, members, parsable, active_only))
         return
@@ -104,14 +147,33 @@ def view_bank(ctx: click.Context, bank: str, tree: bool, users: bool, parsable: 
     click.echo(table(members, USER_COLUMNS) if members else f"no users under {bank}")
 
 
-def _tree_rows(top: str, banks: list[dict[str, Any]],
-               members: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    rows = [{"bank": b["bank"], "parent_bank": b["parent_bank"], "username": None,
-             "active": b["active"], "shares": b["shares"], "job_usage": b["job_usage"],
-             "fairshare": None} for b in banks]
-    rows += [{"bank": m["bank"], "parent_bank": m["bank"], "username": m["username"],
-              "active": m["active"], "shares": m["shares"], "job_usage": m["job_usage"],
-              "fairshare": m["fairshare"]} for m in members]
+def _tree_rows(
+    top: str, banks: list[dict[str, Any]], members: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    rows = [
+        {
+            "bank": b["bank"],
+            "parent_bank": b["parent_bank"],
+            "username": None,
+            "active": b["active"],
+            "shares": b["shares"],
+            "job_usage": b["job_usage"],
+            "fairshare": None,
+        }
+        for b in banks
+    ]
+    rows += [
+        {
+            "bank": m["bank"],
+            "parent_bank": m["bank"],
+            "username": m["username"],
+            "active": m["active"],
+            "shares": m["shares"],
+            "job_usage": m["job_usage"],
+            "fairshare": m["fairshare"],
+        }
+        for m in members
+    ]
     return rows
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import click
@@ -37,12 +36,22 @@ def _infrastructure_errors() -> tuple[type[BaseException], ...]:
 
 
 @click.group(cls=LedgerGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--db", envvar="FAIRLEDGER_DB", default=None, metavar="URL",
-              help="sqlite:///PATH (default ./fairledger.db) or "
-                   "postgresql://user@host:port/db[?schema=name]. Env: FAIRLEDGER_DB.")
-@click.option("--now", envvar="FAIRLEDGER_NOW", default=None, metavar="TIME",
-              help="The ledger's time for this command (epoch seconds or ISO 8601 with a zone); "
-                   "never earlier than the newest event. Env: FAIRLEDGER_NOW.")
+@click.option(
+    "--db",
+    envvar="FAIRLEDGER_DB",
+    default=None,
+    metavar="URL",
+    help="sqlite:///PATH (default ./fairledger.db) or "
+    "postgresql://user@host:port/db[?schema=name]. Env: FAIRLEDGER_DB.",
+)
+@click.option(
+    "--now",
+    envvar="FAIRLEDGER_NOW",
+    default=None,
+    metavar="TIME",
+    help="The ledger's time for this command (epoch seconds or ISO 8601 with a zone); "
+    "never earlier than the newest event. Env: FAIRLEDGER_NOW.",
+)
 @click.pass_context
 def cli(ctx: click.Context, db: str | None, now: str | None) -> None:
     """fairledger: an event-sourced fair-share accounting ledger for shared compute clusters.
@@ -66,4 +75,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

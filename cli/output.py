@@ -16,10 +16,20 @@ from ledger.state import INTEGER_MAX
 
 def output_options(func: Callable[..., Any]) -> Callable[..., Any]:
     @click.option("--json", "as_json", is_flag=True, help="Print JSON (rows keyed by column).")
-    @click.option("-o", "--format", "fmt", default=None, metavar="FMT",
-                  help="Python str.format string over column names, e.g. '{username:<10}'.")
-    @click.option("--fields", default=None, metavar="A,B",
-                  help="Comma-separated columns to show, in that order.")
+    @click.option(
+        "-o",
+        "--format",
+        "fmt",
+        default=None,
+        metavar="FMT",
+        help="Python str.format string over column names, e.g. '{username:<10}'.",
+    )
+    @click.option(
+        "--fields",
+        default=None,
+        metavar="A,B",
+        help="Comma-separated columns to show, in that order.",
+    )
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         return func(*args, **kwargs)
@@ -46,8 +56,9 @@ class Output:
             )
         return wanted
 
-    def render(self, rows: Sequence[dict[str, Any]], columns: Sequence[str],
-               single: bool = False) -> str:
+    def render(
+        self, rows: Sequence[dict[str, Any]], columns: Sequence[str], single: bool = False
+    ) -> str:
         chosen = self.select(columns)
         picked = [{c: row[c] for c in chosen} for row in rows]
         if self.as_json:
@@ -75,8 +86,10 @@ def json_row(row: dict[str, Any]) -> dict[str, Any]:
 def table(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
     cells = [[display_value(c, row[c]) for c in columns] for row in rows]
     widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
-    lines = [" | ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)),
-             "-+-".join("-" * w for w in widths)]
+    lines = [
+        " | ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)),
+        "-+-".join("-" * w for w in widths),
+    ]
     lines += [" | ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)) for r in cells]
     return "\n".join(lines)
 

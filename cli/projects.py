@@ -23,21 +23,22 @@ def add_project(ctx: click.Context, project: str, actor: str | None, reason: str
 @click.argument("project")
 @change_options
 @click.pass_context
-def delete_project(ctx: click.Context, project: str, actor: str | None,
-                   reason: str | None) -> None:
+def delete_project(ctx: click.Context, project: str, actor: str | None, reason: str | None) -> None:
     """Remove PROJECT."""
     users = session(ctx).change(lambda s, st: s.delete_project(st, project), reason, actor)
     if users:
-        click.echo(f"WARNING: associations still list project {project}: {', '.join(users)}",
-                   err=True)
+        click.echo(
+            f"WARNING: associations still list project {project}: {', '.join(users)}", err=True
+        )
 
 
 @click.command("view-project")
 @click.argument("project")
 @output_options
 @click.pass_context
-def view_project(ctx: click.Context, project: str, as_json: bool, fmt: str | None,
-                 fields: str | None) -> None:
+def view_project(
+    ctx: click.Context, project: str, as_json: bool, fmt: str | None, fields: str | None
+) -> None:
     """Show PROJECT."""
     row = queries.project(session(ctx).read(), project)
     click.echo(Output(as_json, fmt, fields).render([row], PROJECT_COLUMNS, single=True))
@@ -46,8 +47,7 @@ def view_project(ctx: click.Context, project: str, as_json: bool, fmt: str | Non
 @click.command("list-projects")
 @output_options
 @click.pass_context
-def list_projects(ctx: click.Context, as_json: bool, fmt: str | None,
-                  fields: str | None) -> None:
+def list_projects(ctx: click.Context, as_json: bool, fmt: str | None, fields: str | None) -> None:
     """List projects."""
     rows = queries.projects(session(ctx).read())
     click.echo(Output(as_json, fmt, fields).render(rows, PROJECT_COLUMNS))

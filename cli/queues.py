@@ -13,20 +13,27 @@ from projections.schema import QUEUE_COLUMNS
 
 
 def queue_options(func: Any) -> Any:
-    for option in reversed([
-        click.option("--min-nodes-per-job", type=int, default=None),
-        click.option("-N", "--max-nodes-per-job", type=int, default=None),
-        click.option("-t", "--max-time-per-job", type=int, default=None),
-        click.option("-P", "--priority", type=int, default=None,
-                     help="Queue priority factor (may be negative)."),
-        click.option("--max-running-jobs", type=int, default=None),
-        click.option("--max-nodes-per-assoc", type=int, default=None),
-        click.option("--max-sched-jobs", type=int, default=None),
-        click.option("-msn", "--max-sched-nodes-per-assoc", type=int, default=None),
-        click.option("-msc", "--max-sched-cores-per-assoc", type=int, default=None),
-        click.option("--max-nodes", type=int, default=None),
-        click.option("--max-cores", type=int, default=None),
-    ]):
+    for option in reversed(
+        [
+            click.option("--min-nodes-per-job", type=int, default=None),
+            click.option("-N", "--max-nodes-per-job", type=int, default=None),
+            click.option("-t", "--max-time-per-job", type=int, default=None),
+            click.option(
+                "-P",
+                "--priority",
+                type=int,
+                default=None,
+                help="Queue priority factor (may be negative).",
+            ),
+            click.option("--max-running-jobs", type=int, default=None),
+            click.option("--max-nodes-per-assoc", type=int, default=None),
+            click.option("--max-sched-jobs", type=int, default=None),
+            click.option("-msn", "--max-sched-nodes-per-assoc", type=int, default=None),
+            click.option("-msc", "--max-sched-cores-per-assoc", type=int, default=None),
+            click.option("--max-nodes", type=int, default=None),
+            click.option("--max-cores", type=int, default=None),
+        ]
+    ):
         func = option(func)
     return func
 
@@ -36,8 +43,9 @@ def queue_options(func: Any) -> Any:
 @queue_options
 @change_options
 @click.pass_context
-def add_queue(ctx: click.Context, queue: str, actor: str | None, reason: str | None,
-              **given: Any) -> None:
+def add_queue(
+    ctx: click.Context, queue: str, actor: str | None, reason: str | None, **given: Any
+) -> None:
     """Add QUEUE with its limits and priority."""
     session(ctx).change(lambda s, st: s.add_queue(st, queue, given), reason, actor)
 
@@ -47,8 +55,9 @@ def add_queue(ctx: click.Context, queue: str, actor: str | None, reason: str | N
 @queue_options
 @change_options
 @click.pass_context
-def edit_queue(ctx: click.Context, queue: str, actor: str | None, reason: str | None,
-               **given: Any) -> None:
+def edit_queue(
+    ctx: click.Context, queue: str, actor: str | None, reason: str | None, **given: Any
+) -> None:
     """Edit QUEUE; -1 resets a limit to its default (priority takes any integer)."""
     changed = session(ctx).change(lambda s, st: s.edit_queue(st, queue, given), reason, actor)
     if not changed:
@@ -63,16 +72,16 @@ def delete_queue(ctx: click.Context, queue: str, actor: str | None, reason: str 
     """Remove QUEUE."""
     users = session(ctx).change(lambda s, st: s.delete_queue(st, queue), reason, actor)
     if users:
-        click.echo(f"WARNING: associations still list queue {queue}: {', '.join(users)}",
-                   err=True)
+        click.echo(f"WARNING: associations still list queue {queue}: {', '.join(users)}", err=True)
 
 
 @click.command("view-queue")
 @click.argument("queue")
 @output_options
 @click.pass_context
-def view_queue(ctx: click.Context, queue: str, as_json: bool, fmt: str | None,
-               fields: str | None) -> None:
+def view_queue(
+    ctx: click.Context, queue: str, as_json: bool, fmt: str | None, fields: str | None
+) -> None:
     """Show QUEUE."""
     row = queries.queue(session(ctx).read(), queue)
     click.echo(Output(as_json, fmt, fields).render([row], QUEUE_COLUMNS, single=True))

@@ -57,8 +57,13 @@ class Session:
         runner.catch_up(self.ledger, self.conn)
         return self.conn
 
-    def change(self, command: Callable[[Site, Stamp], T], reason: str | None = None,
-               actor: str | None = None, source: dict[str, Any] | None = None) -> T:
+    def change(
+        self,
+        command: Callable[[Site, Stamp], T],
+        reason: str | None = None,
+        actor: str | None = None,
+        source: dict[str, Any] | None = None,
+    ) -> T:
         ledger = self.ledger
         ledger.actor = actor or self.actor
         result = ledger.execute(command, reason=reason or "", source=source)
@@ -80,6 +85,7 @@ def session(ctx: click.Context) -> Session:
 
 def change_options(func: Callable[..., Any]) -> Callable[..., Any]:
     func = click.option("--reason", default=None, help="Why: recorded with the change.")(func)
-    func = click.option("--actor", default=None,
-                        help="Who makes the change (default: the OS user).")(func)
+    func = click.option(
+        "--actor", default=None, help="Who makes the change (default: the OS user)."
+    )(func)
     return func

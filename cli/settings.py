@@ -17,8 +17,9 @@ from projections.schema import CONFIG_COLUMNS, FACTOR_COLUMNS
 @click.option("--weight", required=True, type=int)
 @change_options
 @click.pass_context
-def edit_factor(ctx: click.Context, factor: str, weight: int, actor: str | None,
-                reason: str | None) -> None:
+def edit_factor(
+    ctx: click.Context, factor: str, weight: int, actor: str | None, reason: str | None
+) -> None:
     """Set a priority factor's weight."""
     changed = session(ctx).change(lambda s, st: s.edit_factor(st, factor, weight), reason, actor)
     if not changed:
@@ -29,8 +30,9 @@ def edit_factor(ctx: click.Context, factor: str, weight: int, actor: str | None,
 @click.argument("factor")
 @output_options
 @click.pass_context
-def view_factor(ctx: click.Context, factor: str, as_json: bool, fmt: str | None,
-                fields: str | None) -> None:
+def view_factor(
+    ctx: click.Context, factor: str, as_json: bool, fmt: str | None, fields: str | None
+) -> None:
     """Show a priority factor's weight."""
     row = queries.factor(session(ctx).read(), factor)
     click.echo(Output(as_json, fmt, fields).render([row], FACTOR_COLUMNS, single=True))
@@ -67,8 +69,9 @@ def _pairs(items: tuple[str, ...]) -> list[tuple[str, str]]:
 @click.argument("settings", nargs=-1, required=True, metavar="KEY=VALUE...")
 @change_options
 @click.pass_context
-def edit_config(ctx: click.Context, settings: tuple[str, ...], actor: str | None,
-                reason: str | None) -> None:
+def edit_config(
+    ctx: click.Context, settings: tuple[str, ...], actor: str | None, reason: str | None
+) -> None:
     """Change config keys (weights, half-life, reset period, decay factor, deny_unknown_queues).
     Usage is recomputed from the stored jobs with the new values; nothing is wiped."""
     pairs = _pairs(settings)
@@ -81,8 +84,9 @@ def edit_config(ctx: click.Context, settings: tuple[str, ...], actor: str | None
 @click.argument("key")
 @output_options
 @click.pass_context
-def view_config(ctx: click.Context, key: str, as_json: bool, fmt: str | None,
-                fields: str | None) -> None:
+def view_config(
+    ctx: click.Context, key: str, as_json: bool, fmt: str | None, fields: str | None
+) -> None:
     """Show one config key."""
     row = queries.config(session(ctx).read(), key)
     click.echo(Output(as_json, fmt, fields).render([row], CONFIG_COLUMNS, single=True))
@@ -97,5 +101,12 @@ def list_configs(ctx: click.Context, as_json: bool, fmt: str | None, fields: str
     click.echo(Output(as_json, fmt, fields).render(rows, CONFIG_COLUMNS))
 
 
-COMMANDS = [edit_factor, view_factor, list_factors, reset_factors, edit_config, view_config,
-            list_configs]
+COMMANDS = [
+    edit_factor,
+    view_factor,
+    list_factors,
+    reset_factors,
+    edit_config,
+    view_config,
+    list_configs,
+]

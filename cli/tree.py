@@ -34,8 +34,11 @@ def render_tree(
         users_in.setdefault(user["bank"], []).append(user)
     by_name = {b["bank"]: b for b in banks}
 
-    lines = ["|".join(HEADER) if parsable else
-             HEADER[0].ljust(20) + "".join(h.rjust(20) for h in HEADER[1:])]
+    lines = [
+        "|".join(HEADER)
+        if parsable
+        else HEADER[0].ljust(20) + "".join(h.rjust(20) for h in HEADER[1:])
+    ]
 
     def bank_line(bank: dict[str, Any], depth: int, usage: Any) -> str:
         name = " " * depth + bank["bank"]
@@ -46,8 +49,13 @@ def render_tree(
 
     def user_line(user: dict[str, Any], depth: int) -> str:
         name = " " * depth + user["bank"]
-        values = [user["username"], _active(user["active"]), str(user["shares"]),
-                  str(user["job_usage"]), str(user["fairshare"])]
+        values = [
+            user["username"],
+            _active(user["active"]),
+            str(user["shares"]),
+            str(user["job_usage"]),
+            str(user["fairshare"]),
+        ]
         if parsable:
             return "|".join([name, *values])
         return name.ljust(20) + "".join(v.rjust(20) for v in values)

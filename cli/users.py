@@ -13,8 +13,17 @@ from cli.session import change_options, session
 from projections import queries
 from projections.schema import ASSOCIATION_COLUMNS
 
-FIELD_OPTIONS = ("shares", "max_running_jobs", "max_active_jobs", "max_nodes", "max_cores",
-                 "queues", "projects", "default_project", "max_sched_jobs")
+FIELD_OPTIONS = (
+    "shares",
+    "max_running_jobs",
+    "max_active_jobs",
+    "max_nodes",
+    "max_cores",
+    "queues",
+    "projects",
+    "default_project",
+    "max_sched_jobs",
+)
 
 
 def _os_userid(username: str) -> int | None:
@@ -26,17 +35,21 @@ def _os_userid(username: str) -> int | None:
 
 def association_options(limit_type: Any) -> Any:
     def decorate(func: Any) -> Any:
-        for option in reversed([
-            click.option("--shares", type=limit_type, default=None),
-            click.option("--max-running-jobs", type=limit_type, default=None),
-            click.option("--max-active-jobs", type=limit_type, default=None),
-            click.option("-N", "--max-nodes", type=limit_type, default=None),
-            click.option("-c", "--max-cores", type=limit_type, default=None),
-            click.option("-q", "--queues", default=None, help="Comma-separated queue list."),
-            click.option("-P", "--projects", default=None, help="Comma-separated project list."),
-            click.option("--default-project", default=None),
-            click.option("--max-sched-jobs", type=limit_type, default=None),
-        ]):
+        for option in reversed(
+            [
+                click.option("--shares", type=limit_type, default=None),
+                click.option("--max-running-jobs", type=limit_type, default=None),
+                click.option("--max-active-jobs", type=limit_type, default=None),
+                click.option("-N", "--max-nodes", type=limit_type, default=None),
+                click.option("-c", "--max-cores", type=limit_type, default=None),
+                click.option("-q", "--queues", default=None, help="Comma-separated queue list."),
+                click.option(
+                    "-P", "--projects", default=None, help="Comma-separated project list."
+                ),
+                click.option("--default-project", default=None),
+                click.option("--max-sched-jobs", type=limit_type, default=None),
+            ]
+        ):
             func = option(func)
         return func
 
@@ -46,18 +59,30 @@ def association_options(limit_type: Any) -> Any:
 @click.command("add-user")
 @click.option("-u", "--username", required=True)
 @click.option("-B", "--bank", required=True)
-@click.option("-i", "--userid", type=int, default=None,
-              help="Numeric user id (default: the user's existing one, else the system's).")
+@click.option(
+    "-i",
+    "--userid",
+    type=int,
+    default=None,
+    help="Numeric user id (default: the user's existing one, else the system's).",
+)
 @association_options(int)
 @change_options
 @click.pass_context
-def add_user(ctx: click.Context, username: str, bank: str, userid: int | None,
-             actor: str | None, reason: str | None, **given: Any) -> None:
+def add_user(
+    ctx: click.Context,
+    username: str,
+    bank: str,
+    userid: int | None,
+    actor: str | None,
+    reason: str | None,
+    **given: Any,
+) -> None:
     """Add an association (USERNAME in BANK), or reactivate it with the values given."""
     os_uid = _os_userid(username) if userid is None else None
     session(ctx).change(
-        lambda s, st: s.add_user(st, username, bank, userid, given, os_userid=os_uid),
-        reason, actor)
+        lambda s, st: s.add_user(st, username, bank, userid, given, os_userid=os_uid), reason, actor
+    )
 
 
 @click.command("edit-user")
@@ -70,16 +95,27 @@ def add_user(ctx: click.Context, username: str, bank: str, userid: int | None,
 @association_options(LIMIT)
 @change_options
 @click.pass_context
-def edit_user(ctx: click.Context, username: str, bank: str | None, userid: int | None,
-              default_bank: str | None, add_queue: tuple[str, ...],
-              delete_queue: tuple[str, ...], actor: str | None, reason: str | None,
-              **given: Any) -> None:
+def edit_user(
+    ctx: click.Context,
+    username: str,
+    bank: str | None,
+    userid: int | None,
+    default_bank: str | None,
+    add_queue: tuple[str, ...],
+    delete_queue: tuple[str, ...],
+    actor: str | None,
+    reason: str | None,
+    **given: Any,
+) -> None:
     """Edit USERNAME's associations; -1 or 'unlimited' resets a field to its default."""
     given["userid"] = userid
     recorded = session(ctx).change(
-        lambda s, st: s.edit_user(st, username, bank, given, list(add_queue),
-                                  list(delete_queue), default_bank),
-        reason, actor)
+        lambda s, st: s.edit_user(
+            st, username, bank, given, list(add_queue), list(delete_queue), default_bank
+        ),
+        reason,
+        actor,
+    )
     if not recorded:
         click.echo(f"user {username}: nothing to change", err=True)
 
@@ -90,8 +126,9 @@ def edit_user(ctx: click.Context, username: str, bank: str | None, userid: int |
 @click.option("--force", is_flag=True, help="Remove the association instead of deactivating.")
 @change_options
 @click.pass_context
-def delete_user(ctx: click.Context, username: str, bank: str, force: bool, actor: str | None,
-                reason: str | None) -> None:
+def delete_user(
+    ctx: click.Context, username: str, bank: str, force: bool, actor: str | None, reason: str | None
+) -> None:
     """Deactivate USERNAME's association in BANK (remove it with --force)."""
     session(ctx).change(lambda s, st: s.delete_user(st, username, bank, force), reason, actor)
 
@@ -101,8 +138,14 @@ def delete_user(ctx: click.Context, username: str, bank: str, force: bool, actor
 @click.option("--list-banks", is_flag=True, help="Print the user's banks, one per line.")
 @output_options
 @click.pass_context
-def view_user(ctx: click.Context, username: str, list_banks: bool, as_json: bool,
-              fmt: str | None, fields: str | None) -> None:
+def view_user(
+    ctx: click.Context,
+    username: str,
+    list_banks: bool,
+    as_json: bool,
+    fmt: str | None,
+    fields: str | None,
+) -> None:
     """Show USERNAME's associations."""
     rows = queries.user_rows(session(ctx).read(), username)
     if list_banks:
@@ -112,8 +155,12 @@ def view_user(ctx: click.Context, username: str, list_banks: bool, as_json: bool
 
 
 @click.command("list-users")
-@click.option("--active", type=click.Choice(["0", "1"]), default=None,
-              help="1: active associations only; 0: inactive only.")
+@click.option(
+    "--active",
+    type=click.Choice(["0", "1"]),
+    default=None,
+    help="1: active associations only; 0: inactive only.",
+)
 @click.option("-B", "--bank", default=None, help="Bank name(s), comma-separated.")
 @click.option("--username", default=None, help="User name(s), comma-separated.")
 @click.option("--shares", default=None)
@@ -127,17 +174,25 @@ def view_user(ctx: click.Context, username: str, list_banks: bool, as_json: bool
 @click.option("--max-sched-jobs", default=None)
 @output_options
 @click.pass_context
-def list_users(ctx: click.Context, as_json: bool, fmt: str | None, fields: str | None,
-               **filters: Any) -> None:
+def list_users(
+    ctx: click.Context, as_json: bool, fmt: str | None, fields: str | None, **filters: Any
+) -> None:
     """List associations, filtered (filters are ANDed; a comma list matches any value)."""
-    for name in ("shares", "max_running_jobs", "max_active_jobs", "max_nodes", "max_cores",
-                 "max_sched_jobs"):
+    for name in (
+        "shares",
+        "max_running_jobs",
+        "max_active_jobs",
+        "max_nodes",
+        "max_cores",
+        "max_sched_jobs",
+    ):
         value = filters.get(name)
         if value is not None:
             for item in str(value).split(","):
                 if not item.strip().lstrip("-").isdigit():
-                    raise click.BadParameter(f"{item!r} is not an integer",
-                                             param_hint=f"--{name.replace('_', '-')}")
+                    raise click.BadParameter(
+                        f"{item!r} is not an integer", param_hint=f"--{name.replace('_', '-')}"
+                    )
     rows = queries.associations(session(ctx).read(), filters)
     click.echo(Output(as_json, fmt, fields).render(rows, ASSOCIATION_COLUMNS))
 

@@ -101,7 +101,8 @@ class Ledger(Application):
         if not last_id:
             return None
         (notification,) = self.recorder.select_notifications(start=last_id, limit=1)
-        return float(self.mapper.to_domain_event(notification).timestamp.timestamp())
+        event: Any = self.mapper.to_domain_event(notification)
+        return float(event.timestamp.timestamp())
 
     def now(self) -> datetime:
         """The ledger's time for the next change: --now if given, else the system clock, never
@@ -122,7 +123,7 @@ class Ledger(Application):
     # --- commands --------------------------------------------------------------------------------
     def site(self) -> Site:
         try:
-            site = self.repository.get(SITE_ID)
+            site: Any = self.repository.get(SITE_ID)
         except AggregateNotFoundError:
             raise LedgerMissing(
                 f"no ledger at {self.store.describe()}: run 'fairledger create-db' first"

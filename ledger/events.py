@@ -153,7 +153,7 @@ class UsageCleared(SiteEvent):
 
 
 class UsageUpdated(SiteEvent):
-    """A marker: the site recomputed usage at this event's time. Values are derived, never stored."""
+    """A marker: usage was recomputed at this event's time (values derived, never stored)."""
 
 
 class FairshareUpdated(SiteEvent):

@@ -45,8 +45,12 @@ class Stamp:
     source: dict[str, Any] = field(default_factory=dict)
 
     def kwargs(self) -> dict[str, Any]:
-        return {"timestamp": self.at, "actor": self.actor, "reason": self.reason,
-                "source": dict(self.source)}
+        return {
+            "timestamp": self.at,
+            "actor": self.actor,
+            "reason": self.reason,
+            "source": dict(self.source),
+        }
 
 
 def csv_items(text: str) -> list[str]:
@@ -224,8 +228,14 @@ class Site(Aggregate):
         default = None if s.default_banks.get(username) else [None, bank]
         if existing is not None:
             wanted = dict(fields, userid=userid)
-            changes = _diff(existing, {k: v for k, v in wanted.items() if k in given or
-                                       k == "userid" and userid != existing.userid})
+            changes = _diff(
+                existing,
+                {
+                    k: v
+                    for k, v in wanted.items()
+                    if k in given or k == "userid" and userid != existing.userid
+                },
+            )
             if default is None and not self._active_banks_of(username):
                 default = [s.default_banks.get(username), bank]
             self.trigger_event(
@@ -260,7 +270,7 @@ class Site(Aggregate):
         """Returns the number of events recorded (0 when nothing changes)."""
         s = self.state
         rows = self._user_rows(username, bank)
-        if "queues" in given and (add_queues or delete_queues):
+        if given.get("queues") is not None and (add_queues or delete_queues):
             raise InvalidValue("--queues cannot be combined with --add-queue/--delete-queue")
         for queue in (add_queues or []) + (delete_queues or []):
             self._check_queue(queue)
@@ -432,8 +442,11 @@ class Site(Aggregate):
         """Returns the associations that still list the queue (the caller warns about them)."""
         if queue not in self.state.queues:
             raise NotFound(f"queue {queue} not found in queue_table")
-        users = [f"{a.username}/{a.bank}" for a in self.state.all_associations()
-                 if queue in csv_items(a.queues)]
+        users = [
+            f"{a.username}/{a.bank}"
+            for a in self.state.all_associations()
+            if queue in csv_items(a.queues)
+        ]
         self.trigger_event(ev.QueueRemoved, queue=queue, **stamp.kwargs())
         return sorted(users)
 
@@ -453,8 +466,11 @@ class Site(Aggregate):
             raise NotFound(f"project {project} not found in project_table")
         if project == "*":
             raise InvalidValue("project * cannot be deleted: every association may use it")
-        users = [f"{a.username}/{a.bank}" for a in self.state.all_associations()
-                 if project in csv_items(a.projects)]
+        users = [
+            f"{a.username}/{a.bank}"
+            for a in self.state.all_associations()
+            if project in csv_items(a.projects)
+        ]
         self.trigger_event(ev.ProjectRemoved, project=project, **stamp.kwargs())
         return sorted(users)
 
@@ -484,9 +500,7 @@ class Site(Aggregate):
         for key, value in normalised:
             old = self.state.config.get(key)
             if old != value:
-                self.trigger_event(
-                    ev.ConfigChanged, key=key, old=old, new=value, **stamp.kwargs()
-                )
+                self.trigger_event(ev.ConfigChanged, key=key, old=old, new=value, **stamp.kwargs())
                 recorded += 1
         return recorded
 
@@ -494,8 +508,9 @@ class Site(Aggregate):
     def clear_usage(self, stamp: Stamp, bank: str, ignore_older_than: float) -> None:
         self._bank(bank)
         in_subtree = {b.bank for b in self.state.subtree(bank)}
-        pairs = sorted([a.username, a.bank] for a in self.state.all_associations()
-                       if a.bank in in_subtree)
+        pairs = sorted(
+            [a.username, a.bank] for a in self.state.all_associations() if a.bank in in_subtree
+        )
         self.trigger_event(
             ev.UsageCleared,
             bank=bank,
@@ -511,7 +526,7 @@ class Site(Aggregate):
         self.trigger_event(ev.FairshareUpdated, **stamp.kwargs())
 
 
-# --- validation helpers shared by the commands -----------------------------------------------------
+# --- validation helpers shared by the commands ---
 def _check_name(kind: str, name: str) -> None:
     if not name or name != name.strip() or "," in name:
         raise InvalidValue(f"invalid {kind} name: {name!r}")

@@ -123,7 +123,9 @@ class SiteState:
         return next((b for b in self.banks.values() if b.parent_bank == ""), None)
 
     def sub_banks(self, name: str) -> list[Bank]:
-        return sorted((b for b in self.banks.values() if b.parent_bank == name), key=lambda b: b.bank)
+        return sorted(
+            (b for b in self.banks.values() if b.parent_bank == name), key=lambda b: b.bank
+        )
 
     def subtree(self, name: str) -> list[Bank]:
         """The bank and every bank below it, parents before children."""

@@ -41,8 +41,11 @@ class StoreConfig:
 
     def eventsourcing_env(self) -> dict[str, str]:
         if not self.is_postgres:
-            return {"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": self.path,
-                    "SQLITE_LOCK_TIMEOUT": "30"}
+            return {
+                "PERSISTENCE_MODULE": "eventsourcing.sqlite",
+                "SQLITE_DBNAME": self.path,
+                "SQLITE_LOCK_TIMEOUT": "30",
+            }
         return {
             "PERSISTENCE_MODULE": "eventsourcing.postgres",
             "POSTGRES_DBNAME": self.dbname,
@@ -61,7 +64,7 @@ class StoreConfig:
 
 def parse_store_url(url: str) -> StoreConfig:
     if url.startswith("sqlite:///"):
-        path = url[len("sqlite:///"):]
+        path = url[len("sqlite:///") :]
         if not path:
             raise InvalidValue(f"invalid --db URL: {url!r} (sqlite:///PATH)")
         return StoreConfig(kind="sqlite", path=os.path.abspath(path))
@@ -95,8 +98,12 @@ class Connection:
             import psycopg
 
             self.raw = psycopg.connect(
-                host=config.host, port=config.port, user=config.user,
-                password=config.password or None, dbname=config.dbname, autocommit=True,
+                host=config.host,
+                port=config.port,
+                user=config.user,
+                password=config.password or None,
+                dbname=config.dbname,
+                autocommit=True,
             )
             self.raw.execute(f'SET search_path TO "{config.schema}"')
         else:
@@ -143,8 +150,12 @@ def postgres_admin_connect(config: StoreConfig) -> Any:
     import psycopg
 
     return psycopg.connect(
-        host=config.host, port=config.port, user=config.user,
-        password=config.password or None, dbname=config.dbname, autocommit=True,
+        host=config.host,
+        port=config.port,
+        user=config.user,
+        password=config.password or None,
+        dbname=config.dbname,
+        autocommit=True,
     )
 
 

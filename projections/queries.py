@@ -51,7 +51,8 @@ def subtree_banks(conn: Connection, top: str) -> list[Row]:
 def associations(conn: Connection, filters: dict[str, Any] | None = None) -> list[Row]:
     """flux-accounting's list-users filters: ANDed; a comma list means IN (...); queues,
     projects and default_project match any listed item as a whole CSV element."""
-    clauses, params = [], []
+    clauses: list[str] = []
+    params: list[Any] = []
     for column, value in (filters or {}).items():
         if value is None:
             continue
@@ -89,7 +90,9 @@ def users_in(conn: Connection, bank_names: list[str]) -> list[Row]:
     marks = ", ".join("?" * len(bank_names))
     return conn.query(
         _select(ASSOCIATION_COLUMNS, "association_table") + f" WHERE bank IN ({marks})"
-        " ORDER BY username", bank_names)
+        " ORDER BY username",
+        bank_names,
+    )
 
 
 def queues(conn: Connection) -> list[Row]:
@@ -117,12 +120,13 @@ def project(conn: Connection, name: str) -> Row:
 def factors(conn: Connection) -> list[Row]:
     rows = conn.query(_select(FACTOR_COLUMNS, "priority_factor_weight_table"))
     order = list(FACTOR_DEFAULTS)
-    return sorted(rows, key=lambda r: (order.index(r["factor"]) if r["factor"] in order else 99))
+    return sorted(rows, key=lambda r: order.index(r["factor"]) if r["factor"] in order else 99)
 
 
 def factor(conn: Connection, name: str) -> Row:
-    rows = conn.query(_select(FACTOR_COLUMNS, "priority_factor_weight_table") +
-                      " WHERE factor = ?", (name,))
+    rows = conn.query(
+        _select(FACTOR_COLUMNS, "priority_factor_weight_table") + " WHERE factor = ?", (name,)
+    )
     if not rows:
         raise NotFound(f"factor {name} not found in priority_factor_weight_table")
     return rows[0]
@@ -131,7 +135,7 @@ def factor(conn: Connection, name: str) -> Row:
 def configs(conn: Connection) -> list[Row]:
     rows = conn.query(_select(CONFIG_COLUMNS, "config_table"))
     order = list(CONFIG_KEYS)
-    return sorted(rows, key=lambda r: (order.index(r["key"]) if r["key"] in order else 99))
+    return sorted(rows, key=lambda r: order.index(r["key"]) if r["key"] in order else 99)
 
 
 def config(conn: Connection, key: str) -> Row:

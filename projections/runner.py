@@ -22,7 +22,8 @@ READ_MODEL_KEY = "__read_model_version__"
 SITE_TOPICS = tuple(
     get_topic(cls)
     for cls in vars(ev).values()
-    if isinstance(cls, type) and issubclass(cls, (ev.SiteEvent, ev.LedgerCreated))
+    if isinstance(cls, type)
+    and issubclass(cls, (ev.SiteEvent, ev.LedgerCreated))
     and cls not in (ev.SiteEvent,)
 )
 
@@ -36,10 +37,13 @@ def create_tables(conn: Connection) -> None:
         for name in (SITE_PROJECTION,):
             if not conn.query("SELECT 1 AS x FROM projection_tracking WHERE name = ?", (name,)):
                 conn.execute("INSERT INTO projection_tracking VALUES (?, 0)", (name,))
-        if not conn.query("SELECT 1 AS x FROM projection_tracking WHERE name = ?",
-                          (READ_MODEL_KEY,)):
-            conn.execute("INSERT INTO projection_tracking VALUES (?, ?)",
-                         (READ_MODEL_KEY, READ_MODEL_VERSION))
+        if not conn.query(
+            "SELECT 1 AS x FROM projection_tracking WHERE name = ?", (READ_MODEL_KEY,)
+        ):
+            conn.execute(
+                "INSERT INTO projection_tracking VALUES (?, ?)",
+                (READ_MODEL_KEY, READ_MODEL_VERSION),
+            )
 
 
 def drop_tables(conn: Connection) -> None:
@@ -57,7 +61,7 @@ def _lock_position(conn: Connection, name: str) -> int:
 def _site_state_before(ledger: Ledger, version: int) -> SiteState:
     if version <= 0:
         return SiteState()
-    site = ledger.repository.get(SITE_ID, version=version)
+    site: Any = ledger.repository.get(SITE_ID, version=version)
     assert isinstance(site, Site)
     return site.state
 
@@ -74,7 +78,10 @@ def catch_up_site(ledger: Ledger, conn: Connection) -> int:
         start = position
         while True:
             page = ledger.recorder.select_notifications(
-                start=start, limit=PAGE_SIZE, stop=head, topics=SITE_TOPICS,
+                start=start,
+                limit=PAGE_SIZE,
+                stop=head,
+                topics=SITE_TOPICS,
                 inclusive_of_start=False,
             )
             if not page:
@@ -85,8 +92,9 @@ def catch_up_site(ledger: Ledger, conn: Connection) -> int:
             write_touched(conn, state, fold_all(state, domain_events))
             applied += len(page)
             start = page[-1].id
-        conn.execute("UPDATE projection_tracking SET position = ? WHERE name = ?",
-                     (head, SITE_PROJECTION))
+        conn.execute(
+            "UPDATE projection_tracking SET position = ? WHERE name = ?", (head, SITE_PROJECTION)
+        )
         return applied
 
 

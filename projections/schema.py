@@ -85,17 +85,49 @@ INDEXES: list[str] = [
 ]
 
 # Column orders as flux-accounting's tables have them (its `--fields`, `-o` and JSON keys).
-BANK_COLUMNS = ["bank_id", "bank", "active", "parent_bank", "shares", "job_usage", "priority",
-                "ignore_older_than"]
+BANK_COLUMNS = [
+    "bank_id",
+    "bank",
+    "active",
+    "parent_bank",
+    "shares",
+    "job_usage",
+    "priority",
+    "ignore_older_than",
+]
 ASSOCIATION_COLUMNS = [
-    "creation_time", "mod_time", "active", "username", "userid", "bank", "default_bank",
-    "shares", "job_usage", "fairshare", "max_running_jobs", "max_active_jobs", "max_nodes",
-    "max_cores", "queues", "projects", "default_project", "max_sched_jobs",
+    "creation_time",
+    "mod_time",
+    "active",
+    "username",
+    "userid",
+    "bank",
+    "default_bank",
+    "shares",
+    "job_usage",
+    "fairshare",
+    "max_running_jobs",
+    "max_active_jobs",
+    "max_nodes",
+    "max_cores",
+    "queues",
+    "projects",
+    "default_project",
+    "max_sched_jobs",
 ]
 QUEUE_COLUMNS = [
-    "queue", "min_nodes_per_job", "max_nodes_per_job", "max_time_per_job", "priority",
-    "max_running_jobs", "max_nodes_per_assoc", "max_sched_jobs", "max_sched_nodes_per_assoc",
-    "max_sched_cores_per_assoc", "max_nodes", "max_cores",
+    "queue",
+    "min_nodes_per_job",
+    "max_nodes_per_job",
+    "max_time_per_job",
+    "priority",
+    "max_running_jobs",
+    "max_nodes_per_assoc",
+    "max_sched_jobs",
+    "max_sched_nodes_per_assoc",
+    "max_sched_cores_per_assoc",
+    "max_nodes",
+    "max_cores",
 ]
 PROJECT_COLUMNS = ["project_id", "project", "usage"]
 FACTOR_COLUMNS = ["factor", "weight"]

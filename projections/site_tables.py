@@ -15,16 +15,36 @@ from ledger.storage import Connection
 
 
 def bank_row(bank: Bank) -> tuple[Any, ...]:
-    return (bank.bank_id, bank.bank, int(bank.active), bank.parent_bank, bank.shares,
-            bank.priority, int(bank.ignore_older_than))
+    return (
+        bank.bank_id,
+        bank.bank,
+        int(bank.active),
+        bank.parent_bank,
+        bank.shares,
+        bank.priority,
+        int(bank.ignore_older_than),
+    )
 
 
 def association_row(state: SiteState, a: Association) -> tuple[Any, ...]:
     return (
-        int(a.creation_time), int(a.mod_time), int(a.active), a.username, a.userid, a.bank,
-        state.default_banks.get(a.username, a.bank), a.shares, a.max_running_jobs,
-        a.max_active_jobs, a.max_nodes, a.max_cores, a.queues, a.projects, a.default_project,
-        a.max_sched_jobs, a.ignore_older_than,
+        int(a.creation_time),
+        int(a.mod_time),
+        int(a.active),
+        a.username,
+        a.userid,
+        a.bank,
+        state.default_banks.get(a.username, a.bank),
+        a.shares,
+        a.max_running_jobs,
+        a.max_active_jobs,
+        a.max_nodes,
+        a.max_cores,
+        a.queues,
+        a.projects,
+        a.default_project,
+        a.max_sched_jobs,
+        a.ignore_older_than,
     )
 
 
@@ -63,8 +83,10 @@ def write_touched(conn: Connection, state: SiteState, touched: Touched) -> None:
         existing = conn.query("SELECT bank FROM association_table WHERE username = ?", (username,))
         for row in existing:
             if row["bank"] not in banks:
-                conn.execute("DELETE FROM association_table WHERE username = ? AND bank = ?",
-                             (username, row["bank"]))
+                conn.execute(
+                    "DELETE FROM association_table WHERE username = ? AND bank = ?",
+                    (username, row["bank"]),
+                )
         conn.executemany(_UPSERT_ASSOCIATION, [association_row(state, a) for a in banks.values()])
     for name in sorted(touched.queues):
         conn.execute("DELETE FROM queue_table WHERE queue = ?", (name,))
@@ -76,12 +98,15 @@ def write_touched(conn: Connection, state: SiteState, touched: Touched) -> None:
         conn.execute("DELETE FROM project_table WHERE project = ?", (name,))
         project = state.projects.get(name)
         if project is not None:
-            conn.execute("INSERT INTO project_table (project_id, project) VALUES (?, ?)",
-                         (project.project_id, project.project))
+            conn.execute(
+                "INSERT INTO project_table (project_id, project) VALUES (?, ?)",
+                (project.project_id, project.project),
+            )
     if touched.factors:
         conn.execute("DELETE FROM priority_factor_weight_table")
-        conn.executemany("INSERT INTO priority_factor_weight_table VALUES (?, ?)",
-                         list(state.factors.items()))
+        conn.executemany(
+            "INSERT INTO priority_factor_weight_table VALUES (?, ?)", list(state.factors.items())
+        )
     if touched.config:
         conn.execute("DELETE FROM config_table")
         conn.executemany("INSERT INTO config_table VALUES (?, ?)", list(state.config.items()))

@@ -1,0 +1,159 @@
+"""The ledger itself on both stores: create-db, the clock, events' metadata, rebuild, and two
+processes writing at once."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from ledger import events as ev
+from ledger.app import Ledger
+from ledger.site import SITE_ID
+from ledger.storage import parse_store_url
+from tests.cli.sites import build_flux_account_site
+from tests.conftest import T0, Store
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def site_events(store: Store) -> list:
+    ledger = Ledger(parse_store_url(store.url))
+    try:
+        return list(ledger.events.get(SITE_ID))
+    finally:
+        ledger.close()
+
+
+def test_create_db_options_and_refusals(store: Store) -> None:
+    assert store.run("list-banks", expect=1).stderr.startswith("fairledger: no ledger at ")
+    assert "run 'fairledger create-db' first" in store.run("list-banks", expect=1).stderr
+    store.run(
+        "create-db",
+        "--priority-decay-half-life",
+        "2d",
+        "--priority-usage-reset-period",
+        "10d",
+        "--decay-factor",
+        "0.25",
+    )
+    values = {r["key"]: r["value"] for r in json.loads(store.run("list-configs", "--json").stdout)}
+    assert (
+        values["priority_decay_half_life"],
+        values["priority_usage_reset_period"],
+        values["decay_factor"],
+    ) == ("172800", "864000", "0.25")
+    assert store.run("create-db", expect=1).stderr.startswith(
+        "fairledger: a ledger already exists at "
+    )
+
+
+def test_create_db_bad_values(store: Store) -> None:
+    result = store.run("create-db", "--priority-decay-half-life", "3x", expect=2)
+    assert "invalid duration: '3x'" in result.stderr
+    assert (
+        store.run("create-db", "--decay-factor", "1.5", expect=1).stderr
+        == "fairledger: invalid decay factor: 1.5 (must be 0 < F < 1)\n"
+    )
+    assert store.run("list-banks", expect=1).exit_code == 1  # nothing was created
+
+
+def test_events_carry_actor_reason_and_old_new(ledger_store: Store) -> None:
+    ledger_store.run("add-bank", "root", "1", "--actor", "ops", "--reason", "new site")
+    ledger_store.run("add-bank", "A", "10", "--parent-bank", "root", now=T0 + 60)
+    ledger_store.run("edit-bank", "A", "--shares", "50", "--reason", "grant #12", now=T0 + 120)
+    events = site_events(ledger_store)
+    added = [e for e in events if isinstance(e, ev.BankAdded)]
+    assert (added[0].actor, added[0].reason) == ("ops", "new site")
+    (edit,) = [e for e in events if isinstance(e, ev.BankEdited)]
+    assert edit.changes == {"shares": [10, 50]}
+    assert edit.reason == "grant #12"
+    assert edit.timestamp.timestamp() == T0 + 120
+    assert [e.timestamp for e in events] == sorted(e.timestamp for e in events)
+
+
+def test_clock_never_runs_backwards(ledger_store: Store) -> None:
+    ledger_store.run("add-bank", "root", "1", now=T0 + 100)
+    before = ledger_store.log_position()
+    result = ledger_store.run("add-bank", "A", "1", "--parent-bank", "root", now=T0 + 50, expect=1)
+    assert result.stderr == (
+        "fairledger: time 2023-11-14T22:14:10+00:00 is earlier than the newest event "
+        "(2023-11-14T22:15:00+00:00); the ledger's clock never runs backwards\n"
+    )
+    assert ledger_store.log_position() == before
+    ledger_store.run("add-bank", "A", "1", "--parent-bank", "root", now="2023-11-14T22:20:00+00:00")
+    ledger_store.run(
+        "add-bank", "B", "1", "--parent-bank", "root", now="2023-11-14T22:20:00", expect=2
+    )
+    ledger_store.run("add-bank", "B", "1", "--parent-bank", "root", now=None)  # system clock
+
+
+def test_rebuild_gives_the_same_tables(ledger_store: Store) -> None:
+    build_flux_account_site(ledger_store, with_e_users=True)
+    ledger_store.run("add-queue", "gold", "-P", "5")
+    ledger_store.run("add-project", "climate")
+    ledger_store.run("edit-user", "user5011", "-q", "gold", "-P", "climate")
+    ledger_store.run("delete-bank", "C")
+    ledger_store.run("delete-user", "user5030", "E", "--force")
+    ledger_store.run("edit-factor", "--factor", "queue", "--weight", "7")
+    ledger_store.run("edit-config", "core_weight=1")
+    before = ledger_store.tables()
+    out = ledger_store.run("rebuild").stdout
+    assert out.startswith("rebuilt read models to log position ")
+    assert ledger_store.tables() == before
+
+
+def test_snapshots_keep_state_exact(ledger_store: Store) -> None:
+    """Past the snapshot interval the Site is loaded from a snapshot: the state must not drift."""
+    ledger_store.run("add-bank", "root", "1")
+    ledger_store.run("add-bank", "A", "1", "--parent-bank", "root")
+    ledger = Ledger(parse_store_url(ledger_store.url), now=T0, actor="t")
+    try:
+        for i in range(230):
+            ledger.execute(lambda s, st, i=i: s.add_user(st, f"u{i:03d}", "A", 6000 + i, {}))
+        assert ledger.snapshots is not None
+        assert list(ledger.snapshots.get(SITE_ID))  # a snapshot was taken
+        loaded = ledger.state()
+        replayed = None
+        for event in ledger.events.get(SITE_ID):  # every event, no snapshot
+            replayed = event.mutate(replayed)
+        assert replayed is not None
+        assert len(loaded.associations) == 230
+        assert loaded == replayed.state
+    finally:
+        ledger.close()
+    ledger_store.run("rebuild")
+    assert len(json.loads(ledger_store.run("list-users", "--json").stdout)) == 230
+
+
+def _edit_in_subprocess(url: str, queue: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run(
+        [sys.executable, "-m", "cli.main", "--db", url, "edit-user", "alice", "--add-queue", queue],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_concurrent_edits_lose_no_update(ledger_store: Store) -> None:
+    """Several processes add a queue each to the same association at once: every addition
+    survives (optimistic concurrency: the losers of a race retry against fresh state)."""
+    ledger_store.run("add-bank", "root", "1")
+    ledger_store.run("add-user", "-u", "alice", "-B", "root")
+    queues = [f"q{i}" for i in range(6)]
+    for queue in queues:
+        ledger_store.run("add-queue", queue)
+    with ThreadPoolExecutor(max_workers=len(queues)) as pool:
+        results = list(pool.map(lambda q: _edit_in_subprocess(ledger_store.url, q), queues))
+    assert [r.returncode for r in results] == [0] * len(queues), [r.stderr for r in results]
+    (row,) = json.loads(ledger_store.run("view-user", "alice", "--json", now=None).stdout)
+    assert sorted(row["queues"].split(",")) == queues
+    edits = [e for e in site_events(ledger_store) if isinstance(e, ev.AssociationEdited)]
+    assert len(edits) == len(queues)
