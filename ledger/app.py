@@ -17,6 +17,7 @@ from eventsourcing.persistence import IntegrityError, JSONTranscoder, Transcodin
 
 from ledger.clock import iso, to_datetime
 from ledger.errors import AlreadyExists, ClockWentBackwards, ConcurrentUpdate, LedgerMissing
+from ledger.joblog import BATCH_SIZE, JOBLOG_ID, JobLog, job_key
 from ledger.site import SITE_ID, Site, Stamp, default_config
 from ledger.state import SiteState, state_from_dict, state_to_dict
 from ledger.storage import StoreConfig, ensure_schema, event_table_exists
@@ -41,11 +42,20 @@ class Ledger(Application):
     name = "Ledger"  # pinned: PostgreSQL table names (ledger_events) derive from it
     snapshotting_intervals = {Site: SNAPSHOT_INTERVAL}
 
-    def __init__(self, store: StoreConfig, now: float | None = None, actor: str = "") -> None:
+    def __init__(
+        self,
+        store: StoreConfig,
+        now: float | None = None,
+        actor: str = "",
+        create_tables: bool = False,
+    ) -> None:
         self.store = store
         self.requested_now = now
         self.actor = actor
-        super().__init__(env=store.eventsourcing_env())
+        # Only create-db makes the tables: concurrent DDL from every command that opens the
+        # ledger would race in PostgreSQL's catalog ("tuple concurrently updated").
+        env = dict(store.eventsourcing_env(), CREATE_TABLE="y" if create_tables else "n")
+        super().__init__(env=env)
 
     def register_transcodings(self, transcoder: JSONTranscoder) -> None:
         super().register_transcodings(transcoder)
@@ -79,14 +89,15 @@ class Ledger(Application):
     ) -> Ledger:
         config = default_config(half_life, reset_period, decay_factor)
         ensure_schema(store)
-        ledger = cls(store, now=now, actor=actor)
+        ledger = cls(store, now=now, actor=actor, create_tables=True)
         if ledger.exists():
             ledger.close()
             raise AlreadyExists(f"a ledger already exists at {store.describe()}")
         stamp = ledger.stamp(reason)
         site = Site.create(stamp, epoch=stamp.at.timestamp(), config=config)
+        joblog = JobLog.open(**stamp.kwargs())
         try:
-            ledger.save(site)
+            ledger.save(site, joblog)
         except IntegrityError:
             ledger.close()
             raise AlreadyExists(f"a ledger already exists at {store.describe()}") from None
@@ -154,4 +165,48 @@ class Ledger(Application):
             return result
         raise ConcurrentUpdate(
             f"gave up after {MAX_ATTEMPTS} attempts: other writers kept changing the site"
+        )
+
+    # --- jobs ------------------------------------------------------------------------------------
+    def joblog_version(self) -> int:
+        (last,) = self.events.get(JOBLOG_ID, desc=True, limit=1)
+        return int(last.originator_version)
+
+    def record_jobs(
+        self,
+        records: list[dict[str, Any]],
+        sync: Callable[[], None],
+        known: Callable[[list[tuple[str, str]]], set[tuple[str, str]]],
+        reason: str = "",
+        source: dict[str, Any] | None = None,
+    ) -> list[dict[str, Any]]:
+        """Record the jobs not yet in the log, in one transaction; returns those recorded.
+
+        `sync` brings the jobs read model up to the log's head and `known` says which keys it
+        already holds. Reading the job log's version before syncing makes the check exact: a
+        batch appended by someone else after that read conflicts with ours on the version."""
+        for _attempt in range(MAX_ATTEMPTS):
+            head = self.joblog_version()
+            sync()
+            already = known([job_key(r) for r in records])
+            fresh = [r for r in records if job_key(r) not in already]
+            if not fresh:
+                return []
+            stamp = self.stamp(reason, source)
+            batches = [
+                JobLog.JobsRecorded(  # type: ignore[call-arg]
+                    originator_id=JOBLOG_ID,
+                    originator_version=head + 1 + n,
+                    records=fresh[start : start + BATCH_SIZE],
+                    **stamp.kwargs(),
+                )
+                for n, start in enumerate(range(0, len(fresh), BATCH_SIZE))
+            ]
+            try:
+                self.save(*batches)
+            except IntegrityError:
+                continue  # another ingester appended first: re-check against its jobs
+            return fresh
+        raise ConcurrentUpdate(
+            f"gave up after {MAX_ATTEMPTS} attempts: other ingesters kept appending"
         )

@@ -1,113 +1,139 @@
-"""Catch-up and rebuild: read the log after each projection's tracking position, apply, and
-move the position in the same transaction, so a crash never leaves a read model half-applied
-and two processes catching up at once apply each event once."""
+"""Catch-up and rebuild of the read models: one projection reads the whole log in order, so
+the site tables, jobs, usage and fair-share always reflect one log position, and a rebuild
+folds exactly what the incremental updates folded. Its position moves in the same transaction
+as the rows, so a crash never leaves a half-applied page, and two processes catching up at once
+apply each event once (the second waits for the first's lock, then sees the new position)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from eventsourcing.utils import get_topic
-
 from ledger import events as ev
 from ledger.app import Ledger
-from ledger.site import SITE_ID, Site
+from ledger.joblog import JobLog
+from ledger.reducers import Touched, fold
+from ledger.site import SITE_ID
 from ledger.state import SiteState
 from ledger.storage import Connection
-from projections.schema import INDEXES, READ_MODEL_VERSION, TABLES
-from projections.site_tables import fold_all, write_touched
+from projections import schema, usage_tables
+from projections.site_tables import write_touched
 
-PAGE_SIZE = 1000
-SITE_PROJECTION = "site"
+PAGE_SIZE = 500
+PROJECTION = "ledger"
+SITE_VERSION = "ledger:site_version"
 READ_MODEL_KEY = "__read_model_version__"
-SITE_TOPICS = tuple(
-    get_topic(cls)
-    for cls in vars(ev).values()
-    if isinstance(cls, type)
-    and issubclass(cls, (ev.SiteEvent, ev.LedgerCreated))
-    and cls not in (ev.SiteEvent,)
-)
+TRACKING_ROWS = (PROJECTION, SITE_VERSION)
+REBIN_KEYS = ("priority_decay_half_life",)
+
+
+def all_tables() -> dict[str, str]:
+    return {**schema.TABLES, **usage_tables.TABLES}
 
 
 def create_tables(conn: Connection) -> None:
     with conn.transaction():
-        for ddl in TABLES.values():
+        if conn.config.is_postgres:
+            # Concurrent CREATE ... IF NOT EXISTS can still collide in the catalog.
+            conn.execute("SELECT pg_advisory_xact_lock(7262001)")
+        for ddl in all_tables().values():
             conn.execute(ddl)
-        for ddl in INDEXES:
+        for ddl in schema.INDEXES + usage_tables.INDEXES:
             conn.execute(ddl)
-        for name in (SITE_PROJECTION,):
+        for name in TRACKING_ROWS:
             if not conn.query("SELECT 1 AS x FROM projection_tracking WHERE name = ?", (name,)):
                 conn.execute("INSERT INTO projection_tracking VALUES (?, 0)", (name,))
-        if not conn.query(
-            "SELECT 1 AS x FROM projection_tracking WHERE name = ?", (READ_MODEL_KEY,)
-        ):
-            conn.execute(
-                "INSERT INTO projection_tracking VALUES (?, ?)",
-                (READ_MODEL_KEY, READ_MODEL_VERSION),
-            )
+        if not conn.query("SELECT 1 AS x FROM projection_tracking WHERE name = ?",
+                          (READ_MODEL_KEY,)):
+            conn.execute("INSERT INTO projection_tracking VALUES (?, ?)",
+                         (READ_MODEL_KEY, schema.READ_MODEL_VERSION))
 
 
 def drop_tables(conn: Connection) -> None:
     with conn.transaction():
-        for name in TABLES:
+        for name in all_tables():
             conn.execute(f"DROP TABLE IF EXISTS {name}")
 
 
-def _lock_position(conn: Connection, name: str) -> int:
-    suffix = " FOR UPDATE" if conn.config.is_postgres else ""
+def _tracked(conn: Connection, name: str, lock: bool = False) -> int:
+    suffix = " FOR UPDATE" if lock and conn.config.is_postgres else ""
     rows = conn.query(f"SELECT position FROM projection_tracking WHERE name = ?{suffix}", (name,))
     return int(rows[0]["position"])
 
 
-def _site_state_before(ledger: Ledger, version: int) -> SiteState:
+def _site_state(ledger: Ledger, version: int) -> SiteState:
     if version <= 0:
         return SiteState()
     site: Any = ledger.repository.get(SITE_ID, version=version)
-    assert isinstance(site, Site)
-    return site.state
+    return site.state  # type: ignore[no-any-return]
 
 
-def catch_up_site(ledger: Ledger, conn: Connection) -> int:
-    """Apply every Site event after the projection's position; returns how many were applied."""
+class _Folder:
+    """Applies events in log order; site rows are written before anything that reads them."""
+
+    def __init__(self, conn: Connection, state: SiteState, site_version: int) -> None:
+        self.conn = conn
+        self.state = state
+        self.site_version = site_version
+        self.touched = Touched()
+
+    def flush(self) -> None:
+        write_touched(self.conn, self.state, self.touched)
+        self.touched = Touched()
+
+    def apply(self, event: Any, position: int) -> None:
+        if isinstance(event, JobLog.JobsRecorded):
+            usage_tables.insert_jobs(self.conn, self.state, event.records, position)
+            return
+        if isinstance(event, JobLog.Opened):
+            return
+        self.touched.update(fold(self.state, event))
+        self.site_version = event.originator_version
+        if isinstance(event, ev.ConfigChanged) and event.key in REBIN_KEYS:
+            usage_tables.rebin(self.conn, self.state)
+        elif isinstance(event, ev.UsageCleared):
+            self.flush()
+            usage_tables.clear_association_values(self.conn, event.associations)
+        elif isinstance(event, ev.UsageUpdated | ev.FairshareUpdated):
+            self.flush()
+            usage_tables.write_usage(self.conn, self.state, event.timestamp.timestamp(),
+                                     fairshare=isinstance(event, ev.FairshareUpdated))
+
+
+def catch_up(ledger: Ledger, conn: Connection) -> int:
+    """Apply every event after the read models' position; returns how many were applied."""
     with conn.transaction():
-        position = _lock_position(conn, SITE_PROJECTION)
+        position = _tracked(conn, PROJECTION, lock=True)
         head = ledger.recorder.max_notification_id() or 0
         if head <= position:
             return 0
-        state: SiteState | None = None
+        site_version = _tracked(conn, SITE_VERSION)
+        folder = _Folder(conn, _site_state(ledger, site_version), site_version)
         applied = 0
         start = position
-        while True:
-            page = ledger.recorder.select_notifications(
-                start=start,
-                limit=PAGE_SIZE,
-                stop=head,
-                topics=SITE_TOPICS,
-                inclusive_of_start=False,
-            )
-            if not page:
-                break
-            domain_events: list[Any] = [ledger.mapper.to_domain_event(n) for n in page]
-            if state is None:
-                state = _site_state_before(ledger, domain_events[0].originator_version - 1)
-            write_touched(conn, state, fold_all(state, domain_events))
+        while page := ledger.recorder.select_notifications(
+            start=start, limit=PAGE_SIZE, stop=head, inclusive_of_start=False
+        ):
+            for notification in page:
+                folder.apply(ledger.mapper.to_domain_event(notification), notification.id)
             applied += len(page)
             start = page[-1].id
-        conn.execute(
-            "UPDATE projection_tracking SET position = ? WHERE name = ?", (head, SITE_PROJECTION)
-        )
+        folder.flush()
+        conn.execute("UPDATE projection_tracking SET position = ? WHERE name = ?",
+                     (head, PROJECTION))
+        conn.execute("UPDATE projection_tracking SET position = ? WHERE name = ?",
+                     (folder.site_version, SITE_VERSION))
         return applied
 
 
 def prepare(conn: Connection, ledger: Ledger) -> None:
     """Create the read models if missing, and rebuild them when their layout changed."""
-    create_tables(conn)
-    rows = conn.query("SELECT position FROM projection_tracking WHERE name = ?", (READ_MODEL_KEY,))
-    if int(rows[0]["position"]) != READ_MODEL_VERSION:
+    try:
+        version = _tracked(conn, READ_MODEL_KEY)
+    except Exception:  # no tracking table yet (either store's "no such table" error)
+        create_tables(conn)
+        version = _tracked(conn, READ_MODEL_KEY)
+    if version != schema.READ_MODEL_VERSION:
         rebuild(ledger, conn)
-
-
-def catch_up(ledger: Ledger, conn: Connection) -> None:
-    catch_up_site(ledger, conn)
 
 
 def rebuild(ledger: Ledger, conn: Connection) -> None:

@@ -1,0 +1,96 @@
+"""Reading completed-job input: JSON lines validated into primitive records for the log.
+
+Pure apart from iterating the lines it is given: parsing, per-line errors with line numbers,
+the charge under the weights in force, and the record shape stored in JobsRecorded events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from ledger.errors import InvalidValue
+from ledger.jobs import JobRecord, JobRecordError, parse_job_line
+from ledger.state import SiteState
+
+# Fields stored in every record; anything else a site sends is kept under "extra".
+_KNOWN = {"id", "userid", "username", "bank", "queue", "project", "t_submit", "t_run",
+          "t_inactive", "nnodes", "ncores", "ngpus", "urgency", "cluster", "R"}
+
+
+@dataclass
+class BadLine:
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"line {self.line}: {self.message}"
+
+
+@dataclass
+class ParsedInput:
+    records: list[JobRecord] = field(default_factory=list)
+    bad: list[BadLine] = field(default_factory=list)
+    lines: int = 0
+
+
+def parse_lines(lines: Iterable[str], first_line: int = 1) -> ParsedInput:
+    """Every non-blank line parsed; the bad ones collected with their line numbers."""
+    out = ParsedInput()
+    for number, line in enumerate(lines, start=first_line):
+        out.lines = number
+        if not line.strip():
+            continue
+        try:
+            out.records.append(parse_job_line(line))
+        except JobRecordError as err:
+            out.bad.append(BadLine(number, str(err)))
+    return out
+
+
+def weights(state: SiteState) -> tuple[float, float, float]:
+    config = state.config
+    return (float(config.get("node_weight", 1.0)), float(config.get("core_weight", 0.0)),
+            float(config.get("gpu_weight", 0.0)))
+
+
+def to_record(job: JobRecord, node_w: float, core_w: float, gpu_w: float) -> dict[str, Any]:
+    """The primitive record stored in the log. The charge is fixed with the weights in force
+    when the job is recorded (design §4), so later weight changes never re-price history."""
+    record: dict[str, Any] = {
+        "cluster": job.cluster,
+        "id": str(job.id),
+        "t_submit": job.t_submit,
+        "t_run": job.t_run,
+        "t_inactive": job.t_inactive,
+        "nnodes": job.nnodes,
+        "ncores": job.ncores,
+        "ngpus": job.ngpus,
+        "charge": job.charge(node_w, core_w, gpu_w),
+    }
+    for name in ("userid", "username", "bank", "queue", "project", "urgency"):
+        value = getattr(job, name)
+        if value is not None:
+            record[name] = value
+    extra = {k: v for k, v in (job.model_extra or {}).items() if k not in _KNOWN}
+    if extra:
+        record["extra"] = extra
+    return record
+
+
+def unique_in_input(records: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """The first record of each (cluster, id) in the input; later repeats are duplicates."""
+    seen: set[tuple[str, str]] = set()
+    for record in records:
+        key = (record["cluster"], record["id"])
+        if key not in seen:
+            seen.add(key)
+            yield record
+
+
+def check_no_bad_lines(parsed: ParsedInput, source: str) -> None:
+    if parsed.bad:
+        first = parsed.bad[0]
+        more = f" (and {len(parsed.bad) - 1} more bad lines)" if len(parsed.bad) > 1 else ""
+        raise InvalidValue(f"{source}: {first}{more}; nothing recorded")

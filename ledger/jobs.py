@@ -1,0 +1,445 @@
+"""Completed jobs: the ingest record, Flux job IDs, resource counts from R, and the job charge.
+
+Pure: no I/O, no clock. One JSON line of `fairledger ingest` becomes one `JobRecord`
+(design.md §5, "Completed-job record"); its charge follows design.md §4, "Job charge".
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    Strict,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import ErrorDetails
+
+from ledger.errors import InvalidValue
+
+JOB_ID_MAX = 2**64 - 1  # a Flux job ID is a 64-bit FLUID
+USERID_MAX = 2**32 - 1  # Flux user IDs are 32-bit
+URGENCY_MAX = 31  # Flux urgency runs 0 (held) .. 31 (expedite)
+DEFAULT_CLUSTER = "cluster"  # flux-accounting hard-codes this name
+
+# Flux's base58 alphabet (libutil/fluid.c): no 0, O, I or l.
+F58_ALPHABET = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
+F58_PREFIX = "\u0192"  # "ƒ", what Flux prints in a UTF-8 locale
+F58_ASCII_PREFIX = "f"  # what Flux prints otherwise; both decode
+_F58_DIGITS = {digit: value for value, digit in enumerate(F58_ALPHABET)}
+_F58_MAX_LENGTH = 11  # 58**11 > 2**64: Flux refuses longer digit strings
+
+_DECIMAL = re.compile(r"[0-9]+")  # not str.isdigit(): that admits "²" and other digits
+_HEX = re.compile(r"[0-9a-fA-F]+")
+_DOTHEX_GROUP = re.compile(r"[0-9a-fA-F]{1,4}")
+_IDSET_ELEMENT = re.compile(r"([0-9]+)(?:-([0-9]+))?")
+
+
+class JobIdError(InvalidValue, ValueError):
+    """A value that is not a Flux job ID in a form we read; `reason` is the message
+    without the value, for callers that show the value themselves."""
+
+    def __init__(self, value: object, reason: str) -> None:
+        super().__init__(f"invalid job ID {value!r}: {reason}")
+        self.reason = reason
+
+
+class IdsetError(InvalidValue, ValueError):
+    """A malformed Flux idset string such as "0-3,5"."""
+
+
+class ResourceSetError(InvalidValue, ValueError):
+    """An R object we cannot count resources from."""
+
+
+class JobRecordError(InvalidValue, ValueError):
+    """One ingest line that is not a valid completed-job record; the message is one line
+    naming the field and its value, and the caller prefixes the line number."""
+
+
+# --- Flux job IDs -------------------------------------------------------------------------------
+
+
+def format_f58(job_id: int, *, ascii_prefix: bool = False) -> str:
+    """The job ID as Flux prints it: "ƒ" then base58 digits, most significant first."""
+    _check_job_id_range(job_id, job_id)
+    digits: list[str] = []
+    remaining = job_id
+    while True:
+        remaining, digit = divmod(remaining, 58)
+        digits.append(F58_ALPHABET[digit])
+        if remaining == 0:
+            break
+    prefix = F58_ASCII_PREFIX if ascii_prefix else F58_PREFIX
+    return prefix + "".join(reversed(digits))
+
+
+def decode_f58(text: str) -> int:
+    """The integer behind an f58 job ID ("ƒ2Wbqh5Wo" or its ASCII form "f2Wbqh5Wo")."""
+    for prefix in (F58_PREFIX, F58_ASCII_PREFIX):
+        if text.startswith(prefix):
+            body = text[len(prefix) :]
+            break
+    else:
+        raise JobIdError(text, "f58 starts with 'ƒ' or 'f'")
+    if not 1 <= len(body) <= _F58_MAX_LENGTH:
+        raise JobIdError(text, f"f58 needs 1 to {_F58_MAX_LENGTH} digits")
+    value = 0
+    for digit in body:
+        if digit not in _F58_DIGITS:
+            raise JobIdError(text, f"{digit!r} is not an f58 digit")
+        value = value * 58 + _F58_DIGITS[digit]
+    _check_job_id_range(value, text)
+    return value
+
+
+def parse_job_id(text: str) -> int:
+    """A job ID in any form Flux prints and `flux job id` reads, except words and emoji:
+    f58 ("ƒ2Wbqh5Wo", "f2Wbqh5Wo"), decimal, "0x" hex, or dotted hex ("0000.0000.0000.04d2")."""
+    candidate = text.strip()
+    # Flux's own detection order (fluid_string_detect_type): dotted hex may begin with "f",
+    # so it is recognised by its dots before the f58 prefix is tried.
+    if "." in candidate:
+        return _decode_dothex(candidate, text)
+    if candidate.startswith((F58_PREFIX, F58_ASCII_PREFIX)):
+        return decode_f58(candidate)
+    if candidate.startswith("0x") and _HEX.fullmatch(candidate[2:]):
+        return _check_job_id_range(int(candidate[2:], 16), text)
+    if _DECIMAL.fullmatch(candidate):
+        return _check_job_id_range(int(candidate), text)
+    raise JobIdError(text, "not f58, decimal or 0x hex")
+
+
+def _decode_dothex(candidate: str, original: str) -> int:
+    groups = candidate.split(".")
+    if len(groups) != 4 or not all(_DOTHEX_GROUP.fullmatch(group) for group in groups):
+        raise JobIdError(original, "dotted hex needs four groups of 1 to 4 hex digits")
+    value = 0
+    for group in groups:
+        value = (value << 16) | int(group, 16)
+    return value
+
+
+def _check_job_id_range(value: int, shown: object) -> int:
+    if not 0 <= value <= JOB_ID_MAX:
+        raise JobIdError(shown, "out of range 0 .. 2**64-1")
+    return value
+
+
+# --- idsets and R -------------------------------------------------------------------------------
+
+
+def parse_idset(text: str) -> list[tuple[int, int]]:
+    """The ids of a Flux idset ("0-3,5,7-8", brackets optional) as merged, sorted
+    inclusive ranges; overlaps count once because an idset is a set."""
+    body = text.strip()
+    if body.startswith("[") and body.endswith("]"):
+        body = body[1:-1]
+    if body == "":
+        return []
+    ranges: list[tuple[int, int]] = []
+    for element in body.split(","):
+        match = _IDSET_ELEMENT.fullmatch(element.strip())
+        if match is None:
+            raise IdsetError(f"invalid idset {text!r} (bad element {element!r})")
+        first = int(match.group(1))
+        last = int(match.group(2)) if match.group(2) is not None else first
+        if last < first:
+            raise IdsetError(f"invalid idset {text!r} (range {element!r} runs backwards)")
+        ranges.append((first, last))
+    return _merge_ranges(ranges)
+
+
+def count_idset(text: str) -> int:
+    """How many ids an idset names: count_idset("0-3,5") == 5."""
+    return _count_ranges(parse_idset(text))
+
+
+def _merge_ranges(ranges: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    merged: list[tuple[int, int]] = []
+    for first, last in sorted(ranges):
+        if merged and first <= merged[-1][1] + 1:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], last))
+        else:
+            merged.append((first, last))
+    return merged
+
+
+def _count_ranges(ranges: Iterable[tuple[int, int]]) -> int:
+    return sum(last - first + 1 for first, last in ranges)
+
+
+@dataclass(frozen=True)
+class ResourceCounts:
+    """What a job was actually allocated, as the charge formula needs it."""
+
+    nnodes: int
+    ncores: int
+    ngpus: int
+
+
+def load_R(R: Mapping[str, Any] | str) -> dict[str, Any]:
+    """R as a dict: ingest lines may carry it as an object or as the JSON text Flux stores."""
+    if isinstance(R, str):
+        try:
+            R = json.loads(R)
+        except json.JSONDecodeError as exc:
+            raise ResourceSetError(f"not valid JSON: {exc.msg}") from None
+    if not isinstance(R, Mapping):
+        raise ResourceSetError(f"must be a JSON object, got {type(R).__name__}")
+    return dict(R)
+
+
+def count_resources(R: Mapping[str, Any] | str) -> ResourceCounts:
+    """Nodes, cores and GPUs of a Flux R version 1: nodes are the distinct ranks; cores and
+    GPUs are, per R_lite entry, (ranks in the entry) x (ids in children.core / .gpu)."""
+    R = load_R(R)
+    if "version" not in R:
+        raise ResourceSetError("missing 'version' (expected 1)")
+    if R["version"] != 1:
+        raise ResourceSetError(f"unsupported version {R['version']!r} (expected 1)")
+    execution = R.get("execution")
+    if not isinstance(execution, Mapping):
+        raise ResourceSetError("missing 'execution' object")
+    entries = execution.get("R_lite")
+    if not isinstance(entries, list):
+        raise ResourceSetError("missing 'execution.R_lite' list")
+    all_ranks: list[tuple[int, int]] = []
+    ncores = ngpus = 0
+    for index, entry in enumerate(entries):
+        where = f"execution.R_lite[{index}]"
+        ranks = _entry_idset(entry, "rank", where)
+        children = entry.get("children", {})
+        if not isinstance(children, Mapping):
+            raise ResourceSetError(f"{where}.children must be an object")
+        nranks = _count_ranges(ranks)
+        ncores += nranks * _count_ranges(_entry_idset(children, "core", f"{where}.children"))
+        ngpus += nranks * _count_ranges(_entry_idset(children, "gpu", f"{where}.children"))
+        all_ranks.extend(ranks)
+    return ResourceCounts(_count_ranges(_merge_ranges(all_ranks)), ncores, ngpus)
+
+
+def _entry_idset(entry: object, key: str, where: str) -> list[tuple[int, int]]:
+    """An idset member of an R_lite entry; an absent child resource counts as none."""
+    if not isinstance(entry, Mapping):
+        raise ResourceSetError(f"{where} must be an object")
+    if key not in entry and key != "rank":
+        return []
+    value = entry.get(key)
+    if not isinstance(value, str):
+        raise ResourceSetError(f"{where}.{key} must be an idset string, got {value!r}")
+    try:
+        return parse_idset(value)
+    except IdsetError as exc:
+        raise ResourceSetError(f"{where}.{key}: {exc}") from None
+
+
+# --- the charge ---------------------------------------------------------------------------------
+
+
+def job_charge(
+    nnodes: int,
+    ncores: int,
+    ngpus: int,
+    t_run: float,
+    t_inactive: float,
+    node_weight: float = 1.0,
+    core_weight: float = 0.0,
+    gpu_weight: float = 0.0,
+) -> float:
+    """Weighted resource-seconds, rounded to 5 decimals as flux-accounting rounds them, so
+    charges imported from it and charges computed here agree to the last digit."""
+    weighted = nnodes * node_weight + ncores * core_weight + ngpus * gpu_weight
+    return round(weighted * (t_inactive - t_run), 5)
+
+
+# --- the ingest record --------------------------------------------------------------------------
+
+Count = Annotated[int, Strict(), Field(ge=0)]  # Strict: true/false and 1.5 are not counts
+EpochSeconds = Annotated[float, Strict(), Field(allow_inf_nan=False)]
+
+
+class JobRecord(BaseModel):
+    """One completed job. Fields not named here are kept (extra="allow"), so whatever a site
+    adds to its ingest lines survives in the recorded event."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    id: int
+    userid: Annotated[int, Strict(), Field(ge=0, le=USERID_MAX)] | None = None
+    username: str | None = None
+    bank: str | None = None
+    queue: str | None = None
+    project: str | None = None
+    # t_run comes first so that t_inactive and t_submit can be checked against it.
+    t_run: EpochSeconds
+    t_inactive: EpochSeconds
+    t_submit: EpochSeconds
+    nnodes: Count
+    ncores: Count
+    ngpus: Count = 0
+    urgency: Annotated[int, Strict(), Field(ge=0, le=URGENCY_MAX)] | None = None
+    cluster: str = DEFAULT_CLUSTER
+    R: dict[str, Any] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fill_derived_fields(cls, data: Any) -> Any:
+        if not isinstance(data, Mapping):
+            return data  # pydantic reports the wrong type
+        filled = dict(data)
+        if filled.get("R") is not None:
+            _fill_counts_from_R(filled)
+        # A record without t_submit was submitted no later than it ran; t_run is the one
+        # value that keeps the record consistent without inventing a time.
+        if filled.get("t_submit") is None and _is_number(filled.get("t_run")):
+            filled["t_submit"] = filled["t_run"]
+        return filled
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _normalise_job_id(cls, value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int | str):
+            raise ValueError("must be an integer or a Flux job ID string")
+        try:
+            if isinstance(value, str):
+                return parse_job_id(value)
+            return _check_job_id_range(value, value)
+        except JobIdError as exc:
+            raise ValueError(exc.reason) from None
+
+    @field_validator("username", "bank", "queue", "project", mode="before")
+    @classmethod
+    def _blank_means_absent(cls, value: Any) -> Any:
+        # flux-accounting's jobs table stores '' for "no bank"; treat it as not given.
+        if isinstance(value, str) and value.strip() == "":
+            return None
+        return value
+
+    @field_validator("cluster")
+    @classmethod
+    def _cluster_named(cls, value: str) -> str:
+        if value.strip() == "":
+            raise ValueError("must not be empty")
+        return value
+
+    @field_validator("t_inactive")
+    @classmethod
+    def _ended_after_start(cls, value: float, info: ValidationInfo) -> float:
+        t_run = info.data.get("t_run")
+        if t_run is not None and value < t_run:
+            raise ValueError(f"earlier than t_run {t_run!r}")
+        return value
+
+    @field_validator("t_submit")
+    @classmethod
+    def _submitted_before_start(cls, value: float, info: ValidationInfo) -> float:
+        t_run = info.data.get("t_run")
+        if t_run is not None and value > t_run:
+            raise ValueError(f"later than t_run {t_run!r}")
+        return value
+
+    @model_validator(mode="after")
+    def _names_a_user(self) -> JobRecord:
+        if self.userid is None and self.username is None:
+            raise ValueError("userid: missing; give userid and/or username")
+        return self
+
+    def charge(
+        self, node_weight: float = 1.0, core_weight: float = 0.0, gpu_weight: float = 0.0
+    ) -> float:
+        """This job's charge under the given weights (design.md §4, "Job charge")."""
+        return job_charge(
+            self.nnodes,
+            self.ncores,
+            self.ngpus,
+            self.t_run,
+            self.t_inactive,
+            node_weight,
+            core_weight,
+            gpu_weight,
+        )
+
+
+def _fill_counts_from_R(data: dict[str, Any]) -> None:
+    """Counts come from R when it is given: it is the actual allocation. Counts given beside
+    it must agree, because a record that contradicts itself cannot be charged honestly."""
+    try:
+        data["R"] = load_R(data["R"])
+        counts = count_resources(data["R"])
+    except ResourceSetError as exc:
+        raise ValueError(f"R: {exc}") from None
+    for field, counted in (
+        ("nnodes", counts.nnodes),
+        ("ncores", counts.ncores),
+        ("ngpus", counts.ngpus),
+    ):
+        given = data.get(field)
+        if given is None:
+            data[field] = counted
+        elif _is_number(given) and given != counted:  # other types: pydantic names them
+            raise ValueError(
+                f"{field}: value {_show(given)}: disagrees with R, which has {counted}"
+            )
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+# --- one ingest line ----------------------------------------------------------------------------
+
+
+def parse_job_line(line: str) -> JobRecord:
+    """One JSON line of `fairledger ingest` as a JobRecord, or a JobRecordError whose
+    one-line message names the field and value at fault."""
+    try:
+        data = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise JobRecordError(f"not valid JSON: {exc.msg} (column {exc.colno})") from None
+    if not isinstance(data, dict):
+        raise JobRecordError(f"a job record must be a JSON object, got {type(data).__name__}")
+    try:
+        return JobRecord.model_validate(data)
+    except ValidationError as exc:
+        raise JobRecordError(describe_validation_error(exc)) from None
+
+
+def describe_validation_error(error: ValidationError) -> str:
+    """The first problem of a record, in one line; the count of any others after it."""
+    problems = error.errors(include_url=False)
+    message = _describe(problems[0])
+    if len(problems) > 1:
+        message += f" (and {len(problems) - 1} more)"
+    return message
+
+
+_COUNT_HINT = {"nnodes": " (or give R)", "ncores": " (or give R)"}
+
+
+def _describe(problem: ErrorDetails) -> str:
+    field = ".".join(str(part) for part in problem["loc"])
+    reason = problem["msg"].removeprefix("Value error, ")
+    if problem["type"] == "missing":
+        return f"{field}: required field is missing{_COUNT_HINT.get(field, '')}"
+    if not field:
+        return reason  # a whole-record rule; its message already starts with the field name
+    return f"{field}: value {_show(problem['input'])}: {reason}"
+
+
+def _show(value: Any, limit: int = 60) -> str:
+    """A value as the user typed it, cut short so that one bad R cannot flood the terminal."""
+    try:
+        shown = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        shown = repr(value)
+    return shown if len(shown) <= limit else shown[: limit - 3] + "..."

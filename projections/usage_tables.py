@@ -1,0 +1,219 @@
+"""The jobs, per-period charge totals, usage bins and fair-share columns of the read model.
+
+Charges are summed as integers of 1e-5 (the charge's own rounding), so totals are exact and
+never depend on the order jobs arrived in."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from typing import Any
+
+from ledger.site_usage import (
+    AssociationUsage,
+    PeriodTotal,
+    association_usage,
+    bank_usage,
+    site_fairshare,
+    usage_params,
+    window,
+)
+from ledger.state import SiteState
+from ledger.storage import Connection
+from ledger.usage import period_of, period_start
+
+CHARGE_UNITS = 100000  # charges are rounded to 5 decimals: 1e-5 is exact
+
+TABLES: dict[str, str] = {
+    "jobs": """
+        CREATE TABLE IF NOT EXISTS jobs (
+            cluster TEXT NOT NULL,
+            id TEXT NOT NULL,
+            userid BIGINT,
+            username TEXT,
+            bank TEXT,
+            queue TEXT,
+            project TEXT,
+            t_submit DOUBLE PRECISION NOT NULL,
+            t_run DOUBLE PRECISION NOT NULL,
+            t_inactive DOUBLE PRECISION NOT NULL,
+            nnodes BIGINT NOT NULL,
+            ncores BIGINT NOT NULL,
+            ngpus BIGINT NOT NULL,
+            urgency INTEGER,
+            charge DOUBLE PRECISION NOT NULL,
+            charge_units BIGINT NOT NULL,
+            period BIGINT NOT NULL,
+            position BIGINT NOT NULL,
+            extra TEXT,
+            PRIMARY KEY (cluster, id)
+        )""",
+    "period_totals": """
+        CREATE TABLE IF NOT EXISTS period_totals (
+            userid BIGINT NOT NULL,
+            username TEXT NOT NULL,
+            bank TEXT NOT NULL,
+            period BIGINT NOT NULL,
+            charge_units BIGINT NOT NULL,
+            njobs BIGINT NOT NULL,
+            PRIMARY KEY (userid, username, bank, period)
+        )""",
+    "job_usage_bins": """
+        CREATE TABLE IF NOT EXISTS job_usage_bins (
+            username TEXT NOT NULL,
+            bank TEXT NOT NULL,
+            at DOUBLE PRECISION NOT NULL,
+            bins TEXT NOT NULL,
+            PRIMARY KEY (username, bank)
+        )""",
+}
+INDEXES = [
+    "CREATE INDEX IF NOT EXISTS jobs_position_idx ON jobs (position)",
+    "CREATE INDEX IF NOT EXISTS jobs_t_inactive_idx ON jobs (t_inactive)",
+    "CREATE INDEX IF NOT EXISTS jobs_user_idx ON jobs (username, userid)",
+    "CREATE INDEX IF NOT EXISTS period_totals_period_idx ON period_totals (period)",
+]
+
+_INSERT_JOB = """
+    INSERT INTO jobs (cluster, id, userid, username, bank, queue, project, t_submit, t_run,
+                      t_inactive, nnodes, ncores, ngpus, urgency, charge, charge_units, period,
+                      position, extra)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+    ON CONFLICT (cluster, id) DO NOTHING"""
+
+# Only rows this event inserted carry its position: a job already present (which the ingest's
+# exactly-once check should have prevented) is never counted twice.
+_ADD_TOTALS = """
+    INSERT INTO period_totals (userid, username, bank, period, charge_units, njobs)
+    SELECT COALESCE(userid, -1), COALESCE(username, ''), COALESCE(bank, ''), period,
+           SUM(charge_units), COUNT(*)
+    FROM jobs WHERE position = ?
+    GROUP BY COALESCE(userid, -1), COALESCE(username, ''), COALESCE(bank, ''), period
+    ON CONFLICT (userid, username, bank, period) DO UPDATE SET
+        charge_units = period_totals.charge_units + excluded.charge_units,
+        njobs = period_totals.njobs + excluded.njobs"""
+
+
+def charge_units(charge: float) -> int:
+    return round(charge * CHARGE_UNITS)
+
+
+def insert_jobs(conn: Connection, state: SiteState, records: list[dict[str, Any]],
+                position: int) -> None:
+    params = usage_params(state)
+    rows = [
+        (r["cluster"], r["id"], r.get("userid"), r.get("username"), r.get("bank"),
+         r.get("queue"), r.get("project"), r["t_submit"], r["t_run"], r["t_inactive"],
+         r["nnodes"], r["ncores"], r["ngpus"], r.get("urgency"), r["charge"],
+         charge_units(r["charge"]), period_of(r["t_inactive"], params), position,
+         json.dumps(r["extra"]) if r.get("extra") else None)
+        for r in records
+    ]
+    conn.executemany(_INSERT_JOB, rows)
+    conn.execute(_ADD_TOTALS, (position,))
+
+
+def rebin(conn: Connection, state: SiteState) -> None:
+    """The half-life changed: periods are cut anew from the stored jobs (nothing is lost)."""
+    params = usage_params(state)
+    rows = conn.query("SELECT cluster, id, t_inactive FROM jobs")
+    conn.executemany("UPDATE jobs SET period = ? WHERE cluster = ? AND id = ?",
+                     [(period_of(r["t_inactive"], params), r["cluster"], r["id"]) for r in rows])
+    conn.execute("DELETE FROM period_totals")
+    conn.execute("""
+        INSERT INTO period_totals (userid, username, bank, period, charge_units, njobs)
+        SELECT COALESCE(userid, -1), COALESCE(username, ''), COALESCE(bank, ''), period,
+               SUM(charge_units), COUNT(*)
+        FROM jobs WHERE position >= 0
+        GROUP BY COALESCE(userid, -1), COALESCE(username, ''), COALESCE(bank, ''), period""")
+
+
+def _as_totals(rows: list[dict[str, Any]]) -> list[PeriodTotal]:
+    return [
+        PeriodTotal(
+            userid=None if r["userid"] == -1 else int(r["userid"]),
+            username=r["username"] or None,
+            bank=r["bank"] or None,
+            period=int(r["period"]),
+            charge=int(r["charge_units"]) / CHARGE_UNITS,
+        )
+        for r in rows
+    ]
+
+
+def usage_at(conn: Connection, state: SiteState, at: float) -> dict[tuple[str, str],
+                                                                    AssociationUsage]:
+    """Every association's usage at `at`, from the totals recorded so far."""
+    first, last = window(state, at)
+    totals = _as_totals(conn.query(
+        "SELECT userid, username, bank, period, charge_units FROM period_totals "
+        "WHERE period >= ? AND period <= ?", (first, last)))
+    params = usage_params(state)
+    start = period_start(first, params)
+    cutoffs = {a.ignore_older_than for a in state.all_associations()
+               if a.ignore_older_than >= start}
+    cleared = {}
+    for cutoff in cutoffs:
+        cleared[cutoff] = _as_totals(conn.query(
+            "SELECT COALESCE(userid, -1) AS userid, COALESCE(username, '') AS username, "
+            "COALESCE(bank, '') AS bank, period, SUM(charge_units) AS charge_units FROM jobs "
+            "WHERE t_inactive <= ? AND period >= ? AND period <= ? "
+            "GROUP BY COALESCE(userid, -1), COALESCE(username, ''), COALESCE(bank, ''), period",
+            (cutoff, first, last)))
+    return association_usage(state, totals, at, cleared)
+
+
+def write_usage(conn: Connection, state: SiteState, at: float, fairshare: bool) -> None:
+    """Bring job_usage (and with `fairshare`, the fair-share) columns to their values at `at`:
+    what update-usage / update-fshare recorded."""
+    usage = usage_at(conn, state, at)
+    shares = site_fairshare(state, usage) if fairshare else {}
+    current = {(r["username"], r["bank"]): r for r in conn.query(
+        "SELECT username, bank, job_usage, fairshare FROM association_table")}
+    updates = []
+    for key, value in usage.items():
+        row = current.get(key)
+        new_share = shares.get(key, row["fairshare"] if row else 0.5)
+        if row is None or row["job_usage"] != value.usage or row["fairshare"] != new_share:
+            updates.append((value.usage, new_share, key[0], key[1]))
+    conn.executemany(
+        "UPDATE association_table SET job_usage = ?, fairshare = ? WHERE username = ? "
+        "AND bank = ?", updates)
+    banks = bank_usage(state, usage)
+    conn.executemany("UPDATE bank_table SET job_usage = ? WHERE bank = ?",
+                     [(value, name) for name, value in banks.items()])
+    stored = {(r["username"], r["bank"]): r["bins"] for r in conn.query(
+        "SELECT username, bank, bins FROM job_usage_bins")}
+    fresh = {key: json.dumps(value.bins) for key, value in usage.items()}
+    gone = [key for key in stored if key not in fresh]
+    conn.executemany("DELETE FROM job_usage_bins WHERE username = ? AND bank = ?", gone)
+    conn.executemany("DELETE FROM job_usage_bins WHERE username = ? AND bank = ?",
+                     [key for key, bins in fresh.items() if key in stored
+                      and stored[key] != bins])
+    conn.executemany("INSERT INTO job_usage_bins VALUES (?, ?, ?, ?)",
+                     [(k[0], k[1], at, bins) for k, bins in fresh.items()
+                      if stored.get(k) != bins])
+    conn.execute("UPDATE job_usage_bins SET at = ?", (at,))
+
+
+def clear_association_values(conn: Connection, pairs: list[list[str]]) -> None:
+    """clear-usage shows zero usage at once (flux-accounting does too); the next update
+    recomputes from the jobs after the cutoff."""
+    conn.executemany("UPDATE association_table SET job_usage = 0.0 WHERE username = ? AND "
+                     "bank = ?", [tuple(p) for p in pairs])
+
+
+def known_job_keys(conn: Connection, keys: list[tuple[str, str]]) -> set[tuple[str, str]]:
+    """Which of `keys` the jobs table already holds."""
+    found: set[tuple[str, str]] = set()
+    by_cluster: dict[str, list[str]] = defaultdict(list)
+    for cluster, job_id in keys:
+        by_cluster[cluster].append(job_id)
+    for cluster, ids in by_cluster.items():
+        for start in range(0, len(ids), 500):
+            chunk = ids[start:start + 500]
+            rows = conn.query(
+                f"SELECT id FROM jobs WHERE cluster = ? AND id IN ({', '.join('?' * len(chunk))})",
+                [cluster, *chunk])
+            found.update((cluster, r["id"]) for r in rows)
+    return found
