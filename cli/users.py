@@ -13,6 +13,7 @@ from cli.session import change_options, session
 from projections import queries
 from projections.schema import ASSOCIATION_COLUMNS
 
+BIN_COLUMNS = ["username", "bank", "job_usage", "bins"]
 FIELD_OPTIONS = (
     "shares",
     "max_running_jobs",
@@ -136,18 +137,30 @@ def delete_user(
 @click.command("view-user")
 @click.argument("username")
 @click.option("--list-banks", is_flag=True, help="Print the user's banks, one per line.")
+@click.option(
+    "-J",
+    "--job-usage",
+    is_flag=True,
+    help="Usage bins per association, current period first (as of the last update).",
+)
 @output_options
 @click.pass_context
 def view_user(
     ctx: click.Context,
     username: str,
     list_banks: bool,
+    job_usage: bool,
     as_json: bool,
     fmt: str | None,
     fields: str | None,
 ) -> None:
     """Show USERNAME's associations."""
-    rows = queries.user_rows(session(ctx).read(), username)
+    conn = session(ctx).read()
+    rows = queries.user_rows(conn, username)
+    if job_usage:
+        bins = queries.usage_bins(conn, username)
+        click.echo(Output(as_json, fmt, fields).render(bins, BIN_COLUMNS))
+        return
     if list_banks:
         click.echo("\n".join(r["bank"] for r in rows))
         return

@@ -175,7 +175,7 @@ class Ledger(Application):
     def record_jobs(
         self,
         records: list[dict[str, Any]],
-        sync: Callable[[], None],
+        sync: Callable[[], object],
         known: Callable[[list[tuple[str, str]]], set[tuple[str, str]]],
         reason: str = "",
         source: dict[str, Any] | None = None,

@@ -10,13 +10,30 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import ValidationError
+
 from ledger.errors import InvalidValue
-from ledger.jobs import JobRecord, JobRecordError, parse_job_line
+from ledger.jobs import JobRecord, JobRecordError, describe_validation_error, parse_job_line
 from ledger.state import SiteState
 
 # Fields stored in every record; anything else a site sends is kept under "extra".
-_KNOWN = {"id", "userid", "username", "bank", "queue", "project", "t_submit", "t_run",
-          "t_inactive", "nnodes", "ncores", "ngpus", "urgency", "cluster", "R"}
+_KNOWN = {
+    "id",
+    "userid",
+    "username",
+    "bank",
+    "queue",
+    "project",
+    "t_submit",
+    "t_run",
+    "t_inactive",
+    "nnodes",
+    "ncores",
+    "ngpus",
+    "urgency",
+    "cluster",
+    "R",
+}
 
 
 @dataclass
@@ -35,24 +52,36 @@ class ParsedInput:
     lines: int = 0
 
 
-def parse_lines(lines: Iterable[str], first_line: int = 1) -> ParsedInput:
-    """Every non-blank line parsed; the bad ones collected with their line numbers."""
+def parse_lines(lines: Iterable[str | dict[str, Any]], first_line: int = 1) -> ParsedInput:
+    """Every non-blank line (a JSON text, or an already decoded object) parsed; the bad ones
+    collected with their line numbers."""
     out = ParsedInput()
     for number, line in enumerate(lines, start=first_line):
         out.lines = number
-        if not line.strip():
-            continue
         try:
-            out.records.append(parse_job_line(line))
+            if isinstance(line, dict):
+                out.records.append(parse_job_object(line))
+            elif line.strip():
+                out.records.append(parse_job_line(line))
         except JobRecordError as err:
             out.bad.append(BadLine(number, str(err)))
     return out
 
 
+def parse_job_object(data: dict[str, Any]) -> JobRecord:
+    try:
+        return JobRecord.model_validate(data)
+    except ValidationError as err:
+        raise JobRecordError(describe_validation_error(err)) from None
+
+
 def weights(state: SiteState) -> tuple[float, float, float]:
     config = state.config
-    return (float(config.get("node_weight", 1.0)), float(config.get("core_weight", 0.0)),
-            float(config.get("gpu_weight", 0.0)))
+    return (
+        float(config.get("node_weight", 1.0)),
+        float(config.get("core_weight", 0.0)),
+        float(config.get("gpu_weight", 0.0)),
+    )
 
 
 def to_record(job: JobRecord, node_w: float, core_w: float, gpu_w: float) -> dict[str, Any]:

@@ -35,11 +35,13 @@ class AssociationResolver:
         owners: dict[int, set[str]] = defaultdict(set)
         for assoc in state.all_associations():
             owners[assoc.userid].add(assoc.username)
-        self.user_of_uid = {uid: next(iter(names)) for uid, names in owners.items()
-                            if len(names) == 1}
+        self.user_of_uid = {
+            uid: next(iter(names)) for uid, names in owners.items() if len(names) == 1
+        }
 
-    def resolve(self, userid: int | None, username: str | None, bank: str | None
-                ) -> AssocKey | None:
+    def resolve(
+        self, userid: int | None, username: str | None, bank: str | None
+    ) -> AssocKey | None:
         user = username or (self.user_of_uid.get(userid) if userid is not None else None)
         if user is None:
             return None
@@ -101,8 +103,9 @@ def association_usage(
                 per_assoc[key][total.period].append(-total.charge)
     out = {}
     for assoc in state.all_associations():
-        periods = {p: math.fsum(v) for p, v in per_assoc.get((assoc.username, assoc.bank),
-                                                             {}).items()}
+        periods = {
+            p: math.fsum(v) for p, v in per_assoc.get((assoc.username, assoc.bank), {}).items()
+        }
         out[(assoc.username, assoc.bank)] = AssociationUsage(
             usage=decayed_usage(periods, current, params),
             bins=usage_bins(periods, current, params),
@@ -142,13 +145,13 @@ def fairshare_tree(state: SiteState, usage: dict[AssocKey, AssociationUsage]) ->
     def node(name: str) -> BankNode:
         children = tuple(node(child) for child in sorted(sub_banks[name]))
         users = tuple(sorted(members[name], key=lambda leaf: leaf.username))
-        return BankNode(name=name, shares=state.banks[name].shares, children=children,
-                        users=users)
+        return BankNode(name=name, shares=state.banks[name].shares, children=children, users=users)
 
     return node(root.bank)
 
 
-def site_fairshare(state: SiteState, usage: dict[AssocKey, AssociationUsage]
-                   ) -> dict[AssocKey, float]:
+def site_fairshare(
+    state: SiteState, usage: dict[AssocKey, AssociationUsage]
+) -> dict[AssocKey, float]:
     tree = fairshare_tree(state, usage)
     return compute_fairshare(tree) if tree is not None else {}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from ledger.errors import NotFound
@@ -143,3 +144,16 @@ def config(conn: Connection, key: str) -> Row:
     if not rows:
         raise NotFound(f"key {key} not found in config_table")
     return rows[0]
+
+
+def usage_bins(conn: Connection, username: str) -> list[Row]:
+    """The B+1 period totals behind each of the user's associations, newest first."""
+    rows = conn.query(
+        "SELECT a.username, a.bank, a.job_usage, b.bins FROM association_table a "
+        "LEFT JOIN job_usage_bins b ON a.username = b.username AND a.bank = b.bank "
+        "WHERE a.username = ? ORDER BY a.bank",
+        (username,),
+    )
+    for row in rows:
+        row["bins"] = json.loads(row["bins"]) if row["bins"] else []
+    return rows

@@ -42,10 +42,13 @@ def create_tables(conn: Connection) -> None:
         for name in TRACKING_ROWS:
             if not conn.query("SELECT 1 AS x FROM projection_tracking WHERE name = ?", (name,)):
                 conn.execute("INSERT INTO projection_tracking VALUES (?, 0)", (name,))
-        if not conn.query("SELECT 1 AS x FROM projection_tracking WHERE name = ?",
-                          (READ_MODEL_KEY,)):
-            conn.execute("INSERT INTO projection_tracking VALUES (?, ?)",
-                         (READ_MODEL_KEY, schema.READ_MODEL_VERSION))
+        if not conn.query(
+            "SELECT 1 AS x FROM projection_tracking WHERE name = ?", (READ_MODEL_KEY,)
+        ):
+            conn.execute(
+                "INSERT INTO projection_tracking VALUES (?, ?)",
+                (READ_MODEL_KEY, schema.READ_MODEL_VERSION),
+            )
 
 
 def drop_tables(conn: Connection) -> None:
@@ -95,8 +98,12 @@ class _Folder:
             usage_tables.clear_association_values(self.conn, event.associations)
         elif isinstance(event, ev.UsageUpdated | ev.FairshareUpdated):
             self.flush()
-            usage_tables.write_usage(self.conn, self.state, event.timestamp.timestamp(),
-                                     fairshare=isinstance(event, ev.FairshareUpdated))
+            usage_tables.write_usage(
+                self.conn,
+                self.state,
+                event.timestamp.timestamp(),
+                fairshare=isinstance(event, ev.FairshareUpdated),
+            )
 
 
 def catch_up(ledger: Ledger, conn: Connection) -> int:
@@ -118,10 +125,13 @@ def catch_up(ledger: Ledger, conn: Connection) -> int:
             applied += len(page)
             start = page[-1].id
         folder.flush()
-        conn.execute("UPDATE projection_tracking SET position = ? WHERE name = ?",
-                     (head, PROJECTION))
-        conn.execute("UPDATE projection_tracking SET position = ? WHERE name = ?",
-                     (folder.site_version, SITE_VERSION))
+        conn.execute(
+            "UPDATE projection_tracking SET position = ? WHERE name = ?", (head, PROJECTION)
+        )
+        conn.execute(
+            "UPDATE projection_tracking SET position = ? WHERE name = ?",
+            (folder.site_version, SITE_VERSION),
+        )
         return applied
 
 

@@ -98,15 +98,32 @@ def charge_units(charge: float) -> int:
     return round(charge * CHARGE_UNITS)
 
 
-def insert_jobs(conn: Connection, state: SiteState, records: list[dict[str, Any]],
-                position: int) -> None:
+def insert_jobs(
+    conn: Connection, state: SiteState, records: list[dict[str, Any]], position: int
+) -> None:
     params = usage_params(state)
     rows = [
-        (r["cluster"], r["id"], r.get("userid"), r.get("username"), r.get("bank"),
-         r.get("queue"), r.get("project"), r["t_submit"], r["t_run"], r["t_inactive"],
-         r["nnodes"], r["ncores"], r["ngpus"], r.get("urgency"), r["charge"],
-         charge_units(r["charge"]), period_of(r["t_inactive"], params), position,
-         json.dumps(r["extra"]) if r.get("extra") else None)
+        (
+            r["cluster"],
+            r["id"],
+            r.get("userid"),
+            r.get("username"),
+            r.get("bank"),
+            r.get("queue"),
+            r.get("project"),
+            r["t_submit"],
+            r["t_run"],
+            r["t_inactive"],
+            r["nnodes"],
+            r["ncores"],
+            r["ngpus"],
+            r.get("urgency"),
+            r["charge"],
+            charge_units(r["charge"]),
+            period_of(r["t_inactive"], params),
+            position,
+            json.dumps(r["extra"]) if r.get("extra") else None,
+        )
         for r in records
     ]
     conn.executemany(_INSERT_JOB, rows)
@@ -117,8 +134,10 @@ def rebin(conn: Connection, state: SiteState) -> None:
     """The half-life changed: periods are cut anew from the stored jobs (nothing is lost)."""
     params = usage_params(state)
     rows = conn.query("SELECT cluster, id, t_inactive FROM jobs")
-    conn.executemany("UPDATE jobs SET period = ? WHERE cluster = ? AND id = ?",
-                     [(period_of(r["t_inactive"], params), r["cluster"], r["id"]) for r in rows])
+    conn.executemany(
+        "UPDATE jobs SET period = ? WHERE cluster = ? AND id = ?",
+        [(period_of(r["t_inactive"], params), r["cluster"], r["id"]) for r in rows],
+    )
     conn.execute("DELETE FROM period_totals")
     conn.execute("""
         INSERT INTO period_totals (userid, username, bank, period, charge_units, njobs)
@@ -141,25 +160,34 @@ def _as_totals(rows: list[dict[str, Any]]) -> list[PeriodTotal]:
     ]
 
 
-def usage_at(conn: Connection, state: SiteState, at: float) -> dict[tuple[str, str],
-                                                                    AssociationUsage]:
+def usage_at(
+    conn: Connection, state: SiteState, at: float
+) -> dict[tuple[str, str], AssociationUsage]:
     """Every association's usage at `at`, from the totals recorded so far."""
     first, last = window(state, at)
-    totals = _as_totals(conn.query(
-        "SELECT userid, username, bank, period, charge_units FROM period_totals "
-        "WHERE period >= ? AND period <= ?", (first, last)))
+    totals = _as_totals(
+        conn.query(
+            "SELECT userid, username, bank, period, charge_units FROM period_totals "
+            "WHERE period >= ? AND period <= ?",
+            (first, last),
+        )
+    )
     params = usage_params(state)
     start = period_start(first, params)
-    cutoffs = {a.ignore_older_than for a in state.all_associations()
-               if a.ignore_older_than >= start}
+    cutoffs = {
+        a.ignore_older_than for a in state.all_associations() if a.ignore_older_than >= start
+    }
     cleared = {}
     for cutoff in cutoffs:
-        cleared[cutoff] = _as_totals(conn.query(
-            "SELECT COALESCE(userid, -1) AS userid, COALESCE(username, '') AS username, "
-            "COALESCE(bank, '') AS bank, period, SUM(charge_units) AS charge_units FROM jobs "
-            "WHERE t_inactive <= ? AND period >= ? AND period <= ? "
-            "GROUP BY COALESCE(userid, -1), COALESCE(username, ''), COALESCE(bank, ''), period",
-            (cutoff, first, last)))
+        cleared[cutoff] = _as_totals(
+            conn.query(
+                "SELECT COALESCE(userid, -1) AS userid, COALESCE(username, '') AS username, "
+                "COALESCE(bank, '') AS bank, period, SUM(charge_units) AS charge_units FROM jobs "
+                "WHERE t_inactive <= ? AND period >= ? AND period <= ? "
+                "GROUP BY COALESCE(userid, -1), COALESCE(username, ''), COALESCE(bank, ''), period",
+                (cutoff, first, last),
+            )
+        )
     return association_usage(state, totals, at, cleared)
 
 
@@ -168,8 +196,10 @@ def write_usage(conn: Connection, state: SiteState, at: float, fairshare: bool) 
     what update-usage / update-fshare recorded."""
     usage = usage_at(conn, state, at)
     shares = site_fairshare(state, usage) if fairshare else {}
-    current = {(r["username"], r["bank"]): r for r in conn.query(
-        "SELECT username, bank, job_usage, fairshare FROM association_table")}
+    current = {
+        (r["username"], r["bank"]): r
+        for r in conn.query("SELECT username, bank, job_usage, fairshare FROM association_table")
+    }
     updates = []
     for key, value in usage.items():
         row = current.get(key)
@@ -177,30 +207,39 @@ def write_usage(conn: Connection, state: SiteState, at: float, fairshare: bool) 
         if row is None or row["job_usage"] != value.usage or row["fairshare"] != new_share:
             updates.append((value.usage, new_share, key[0], key[1]))
     conn.executemany(
-        "UPDATE association_table SET job_usage = ?, fairshare = ? WHERE username = ? "
-        "AND bank = ?", updates)
+        "UPDATE association_table SET job_usage = ?, fairshare = ? WHERE username = ? AND bank = ?",
+        updates,
+    )
     banks = bank_usage(state, usage)
-    conn.executemany("UPDATE bank_table SET job_usage = ? WHERE bank = ?",
-                     [(value, name) for name, value in banks.items()])
-    stored = {(r["username"], r["bank"]): r["bins"] for r in conn.query(
-        "SELECT username, bank, bins FROM job_usage_bins")}
+    conn.executemany(
+        "UPDATE bank_table SET job_usage = ? WHERE bank = ?",
+        [(value, name) for name, value in banks.items()],
+    )
+    stored = {
+        (r["username"], r["bank"]): r["bins"]
+        for r in conn.query("SELECT username, bank, bins FROM job_usage_bins")
+    }
     fresh = {key: json.dumps(value.bins) for key, value in usage.items()}
     gone = [key for key in stored if key not in fresh]
     conn.executemany("DELETE FROM job_usage_bins WHERE username = ? AND bank = ?", gone)
-    conn.executemany("DELETE FROM job_usage_bins WHERE username = ? AND bank = ?",
-                     [key for key, bins in fresh.items() if key in stored
-                      and stored[key] != bins])
-    conn.executemany("INSERT INTO job_usage_bins VALUES (?, ?, ?, ?)",
-                     [(k[0], k[1], at, bins) for k, bins in fresh.items()
-                      if stored.get(k) != bins])
+    conn.executemany(
+        "DELETE FROM job_usage_bins WHERE username = ? AND bank = ?",
+        [key for key, bins in fresh.items() if key in stored and stored[key] != bins],
+    )
+    conn.executemany(
+        "INSERT INTO job_usage_bins VALUES (?, ?, ?, ?)",
+        [(k[0], k[1], at, bins) for k, bins in fresh.items() if stored.get(k) != bins],
+    )
     conn.execute("UPDATE job_usage_bins SET at = ?", (at,))
 
 
 def clear_association_values(conn: Connection, pairs: list[list[str]]) -> None:
     """clear-usage shows zero usage at once (flux-accounting does too); the next update
     recomputes from the jobs after the cutoff."""
-    conn.executemany("UPDATE association_table SET job_usage = 0.0 WHERE username = ? AND "
-                     "bank = ?", [tuple(p) for p in pairs])
+    conn.executemany(
+        "UPDATE association_table SET job_usage = 0.0 WHERE username = ? AND bank = ?",
+        [tuple(p) for p in pairs],
+    )
 
 
 def known_job_keys(conn: Connection, keys: list[tuple[str, str]]) -> set[tuple[str, str]]:
@@ -211,9 +250,10 @@ def known_job_keys(conn: Connection, keys: list[tuple[str, str]]) -> set[tuple[s
         by_cluster[cluster].append(job_id)
     for cluster, ids in by_cluster.items():
         for start in range(0, len(ids), 500):
-            chunk = ids[start:start + 500]
+            chunk = ids[start : start + 500]
             rows = conn.query(
                 f"SELECT id FROM jobs WHERE cluster = ? AND id IN ({', '.join('?' * len(chunk))})",
-                [cluster, *chunk])
+                [cluster, *chunk],
+            )
             found.update((cluster, r["id"]) for r in rows)
     return found

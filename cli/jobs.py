@@ -1,0 +1,277 @@
+"""Completed jobs: ingest and view-job-records."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import sys
+import tempfile
+from collections.abc import Iterator
+from typing import Any
+
+import click
+from rich.progress import Progress
+
+from cli.output import Output, output_options
+from cli.params import TIME
+from cli.session import Session, change_options, session
+from ledger.errors import InvalidValue, NotFound
+from ledger.flux_jobs import record_from_flux_row
+from ledger.ingest import check_no_bad_lines, parse_lines, to_record, weights
+from ledger.jobs import format_f58, parse_job_id
+from ledger.site_usage import AssociationResolver
+from projections import job_queries, runner, usage_tables
+
+CHUNK_LINES = 50_000  # lines recorded per transaction: bounds memory on million-job files
+
+
+def _json_lines(path: str) -> Iterator[str]:
+    with open(path, encoding="utf-8") as handle:
+        yield from handle
+
+
+def _flux_rows(path: str) -> Iterator[dict[str, Any]]:
+    if not os.path.exists(path):
+        raise NotFound(f"no such file: {path}")
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    conn.row_factory = sqlite3.Row
+    try:
+        for row in conn.execute("SELECT * FROM jobs ORDER BY t_inactive, id"):
+            yield record_from_flux_row(dict(row))
+    except sqlite3.Error as err:
+        raise InvalidValue(
+            f"{path}: not a flux-accounting database with a jobs table ({err})"
+        ) from None
+    finally:
+        conn.close()
+
+
+def _chunks(items: Iterator[Any], size: int) -> Iterator[list[Any]]:
+    chunk: list[Any] = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+@click.command("ingest")
+@click.argument("source", metavar="FILE|-")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["jsonl", "flux-accounting-db"]),
+    default="jsonl",
+    show_default=True,
+    help="JSON lines, or a flux-accounting DB.",
+)
+@click.option(
+    "--skip-invalid",
+    is_flag=True,
+    help="Record the valid lines and report each bad one (default: record nothing).",
+)
+@change_options
+@click.pass_context
+def ingest(
+    ctx: click.Context,
+    source: str,
+    fmt: str,
+    skip_invalid: bool,
+    actor: str | None,
+    reason: str | None,
+) -> None:
+    """Record completed jobs, exactly once per (cluster, job id)."""
+    s = session(ctx)
+    spooled = None
+    if fmt == "jsonl" and source == "-":
+        # Standard input is read twice (validate everything, then record): spool it.
+        with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as spooled:
+            shutil.copyfileobj(sys.stdin, spooled)
+        path = spooled.name
+    else:
+        path = source
+        if not os.path.exists(path):
+            raise NotFound(f"no such file: {path}")
+    try:
+        counts = _ingest(s, path, fmt, skip_invalid, actor, reason, source)
+    finally:
+        if spooled is not None:
+            os.unlink(spooled.name)
+    click.echo(
+        f"recorded {counts['recorded']}, duplicate {counts['duplicate']}, "
+        f"unmatched {counts['unmatched']}"
+        + (f", invalid {counts['invalid']}" if counts["invalid"] else "")
+    )
+    if counts["recorded"] == 0 and counts["duplicate"]:
+        click.echo("nothing new: every job was already recorded", err=True)
+
+
+def _reader(path: str, fmt: str) -> Iterator[Any]:
+    return _flux_rows(path) if fmt == "flux-accounting-db" else _json_lines(path)
+
+
+def _ingest(
+    s: Session,
+    path: str,
+    fmt: str,
+    skip_invalid: bool,
+    actor: str | None,
+    reason: str | None,
+    shown: str,
+) -> dict[str, int]:
+    ledger = s.ledger
+    ledger.actor = actor or s.actor
+    # Pass 1: validate everything, so a bad line records nothing.
+    bad = []
+    first = 1
+    for chunk in _chunks(_reader(path, fmt), CHUNK_LINES):
+        parsed = parse_lines(chunk, first_line=first)
+        first += len(chunk)
+        if parsed.bad and not skip_invalid:
+            check_no_bad_lines(parsed, shown)
+        bad.extend(parsed.bad)
+    for line in bad:
+        click.echo(f"fairledger: skipped {shown}: {line}", err=True)
+    # Pass 2: record in chunks, each one transaction; re-running after a crash is safe
+    # because recording is exactly-once.
+    state = ledger.state()
+    resolver = AssociationResolver(state)
+    node_w, core_w, gpu_w = weights(state)
+    counts = {"recorded": 0, "duplicate": 0, "unmatched": 0, "invalid": len(bad)}
+    seen: set[tuple[str, str]] = set()
+    total_lines = first - 1
+    show_progress = sys.stderr.isatty() and total_lines > CHUNK_LINES
+    with Progress(disable=not show_progress, transient=True) as progress:
+        task = progress.add_task("ingesting", total=total_lines)
+        first = 1
+        for chunk in _chunks(_reader(path, fmt), CHUNK_LINES):
+            parsed = parse_lines(chunk, first_line=first)
+            first += len(chunk)
+            records = []
+            for job in parsed.records:
+                record = to_record(job, node_w, core_w, gpu_w)
+                key = (record["cluster"], record["id"])
+                if key in seen:
+                    counts["duplicate"] += 1
+                    continue
+                seen.add(key)
+                records.append(record)
+            recorded = ledger.record_jobs(
+                records,
+                sync=lambda: runner.catch_up(ledger, s.conn) and None,
+                known=lambda keys: usage_tables.known_job_keys(s.conn, keys),
+                reason=reason or "",
+                source={"input": shown, "format": fmt},
+            )
+            counts["recorded"] += len(recorded)
+            counts["duplicate"] += len(records) - len(recorded)
+            counts["unmatched"] += sum(
+                1
+                for r in recorded
+                if resolver.resolve(r.get("userid"), r.get("username"), r.get("bank")) is None
+            )
+            progress.update(task, advance=len(chunk))
+    s.read()
+    return counts
+
+
+JOB_COLUMNS = [
+    "jobid",
+    "username",
+    "userid",
+    "t_submit",
+    "t_run",
+    "t_inactive",
+    "nnodes",
+    "project",
+    "bank",
+    "requested_duration",
+    "actual_duration",
+    "duration_delta",
+]
+ALL_JOB_COLUMNS = JOB_COLUMNS + ["id", "cluster", "queue", "ncores", "ngpus", "charge"]
+
+
+def _duration_filter(exprs: tuple[str, ...], name: str) -> list[tuple[str, float]]:
+    out = []
+    for expr in exprs:
+        parts = expr.split()
+        if len(parts) != 2 or parts[0] not in ("<", "<=", "=", ">=", ">"):
+            raise click.BadParameter(
+                f"{expr!r}: use '<op> <number>' with op one of <, <=, =, >=, >", param_hint=name
+            )
+        try:
+            out.append((parts[0], float(parts[1])))
+        except ValueError:
+            raise click.BadParameter(
+                f"{expr!r}: {parts[1]!r} is not a number", param_hint=name
+            ) from None
+    return out
+
+
+@click.command("view-job-records")
+@click.option("-u", "--user", default=None, help="Username (or numeric userid).")
+@click.option("-j", "--jobid", default=None, help="A job ID in any Flux form.")
+@click.option("-a", "--after-start-time", type=TIME, default=None, help="Jobs with t_run > T.")
+@click.option("-b", "--before-end-time", type=TIME, default=None, help="Jobs with t_inactive < T.")
+@click.option("--project", default=None)
+@click.option("-B", "--bank", default=None)
+@click.option("-d", "--requested-duration", multiple=True, metavar="'OP N'")
+@click.option("-e", "--actual-duration", multiple=True, metavar="'OP N'")
+@click.option("-D", "--duration-delta", multiple=True, metavar="'OP N'")
+@output_options
+@click.pass_context
+def view_job_records(
+    ctx: click.Context,
+    user: str | None,
+    jobid: str | None,
+    after_start_time: float | None,
+    before_end_time: float | None,
+    project: str | None,
+    bank: str | None,
+    requested_duration: tuple[str, ...],
+    actual_duration: tuple[str, ...],
+    duration_delta: tuple[str, ...],
+    as_json: bool,
+    fmt: str | None,
+    fields: str | None,
+) -> None:
+    """List recorded jobs, filtered as flux-accounting's view-job-records does."""
+    job_id = None
+    if jobid is not None:
+        try:
+            job_id = parse_job_id(jobid)
+        except InvalidValue as err:
+            raise click.BadParameter(str(err), param_hint="--jobid") from None
+    rows = job_queries.job_records(
+        session(ctx).read(),
+        user=user,
+        job_id=job_id,
+        after_start=after_start_time,
+        before_end=before_end_time,
+        project=project,
+        bank=bank,
+        requested=_duration_filter(requested_duration, "--requested-duration"),
+        actual=_duration_filter(actual_duration, "--actual-duration"),
+        delta=_duration_filter(duration_delta, "--duration-delta"),
+    )
+    for row in rows:
+        row["jobid"] = format_f58(int(row["id"]))
+    out = Output(as_json, fmt, fields)
+    if as_json or fmt or fields:
+        click.echo(out.render(rows, ALL_JOB_COLUMNS if (fmt or fields) else JOB_COLUMNS))
+        return
+    shown = [
+        {
+            c: (f"{v:.2f}" if isinstance(v, float) else ("" if v is None else v))
+            for c, v in row.items()
+        }
+        for row in rows
+    ]
+    click.echo(out.render(shown, JOB_COLUMNS))
+
+
+COMMANDS = [ingest, view_job_records]

@@ -1,0 +1,90 @@
+"""Reads of recorded jobs: view-job-records' filters and the usage report's rows."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ledger.storage import Connection
+
+_OPS = {"<": "<", "<=": "<=", "=": "=", ">=": ">=", ">": ">"}
+
+
+def job_records(
+    conn: Connection,
+    user: str | None = None,
+    job_id: int | None = None,
+    after_start: float | None = None,
+    before_end: float | None = None,
+    project: str | None = None,
+    bank: str | None = None,
+    requested: list[tuple[str, float]] | None = None,
+    actual: list[tuple[str, float]] | None = None,
+    delta: list[tuple[str, float]] | None = None,
+) -> list[dict[str, Any]]:
+    clauses: list[str] = []
+    params: list[Any] = []
+    if user is not None:
+        if user.isdigit():
+            clauses.append("(username = ? OR userid = ?)")
+            params += [user, int(user)]
+        else:
+            clauses.append(
+                "(username = ? OR userid IN (SELECT userid FROM association_table "
+                "WHERE username = ?))"
+            )
+            params += [user, user]
+    if job_id is not None:
+        clauses.append("id = ?")
+        params.append(str(job_id))
+    if after_start is not None:
+        clauses.append("t_run > ?")
+        params.append(after_start)
+    if before_end is not None:
+        clauses.append("t_inactive < ?")
+        params.append(before_end)
+    if project is not None:
+        clauses.append("project = ?")
+        params.append(project)
+    if bank is not None:
+        clauses.append("bank = ?")
+        params.append(bank)
+    for op, value in actual or []:
+        clauses.append(f"(t_inactive - t_run) {_OPS[op]} ?")
+        params.append(value)
+    where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
+    rows = conn.query(
+        "SELECT cluster, id, userid, username, bank, queue, project, t_submit, t_run, t_inactive,"
+        " nnodes, ncores, ngpus, charge, extra FROM jobs" + where + " ORDER BY t_inactive, id",
+        params,
+    )
+    out = []
+    for row in rows:
+        extra = json.loads(row.pop("extra") or "{}")
+        row["requested_duration"] = float(extra.get("requested_duration", 0.0))
+        row["actual_duration"] = row["t_inactive"] - row["t_run"]
+        row["duration_delta"] = row["requested_duration"] - row["actual_duration"]
+        if _passes(row["requested_duration"], requested) and _passes(row["duration_delta"], delta):
+            out.append(row)
+    return out
+
+
+def _passes(value: float, tests: list[tuple[str, float]] | None) -> bool:
+    checks = {
+        "<": value.__lt__,
+        "<=": value.__le__,
+        "=": value.__eq__,
+        ">=": value.__ge__,
+        ">": value.__gt__,
+    }
+    return all(checks[op](limit) for op, limit in tests or [])
+
+
+def usage_report_jobs(conn: Connection, start: float, end: float) -> list[dict[str, Any]]:
+    """Jobs for view-usage-report: ended within [start, end] (flux-accounting also requires
+    t_run > start - 7 days, which we keep so the numbers match)."""
+    return conn.query(
+        "SELECT username, userid, bank, nnodes, t_run, t_inactive FROM jobs "
+        "WHERE t_inactive >= ? AND t_inactive <= ? AND t_run > ?",
+        (start, end, start - 7 * 86400),
+    )
