@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from cli import admin, banks, jobs, projects, queues, settings, usage, users
+from cli import admin, banks, demo, jobs, projects, queues, settings, usage, users
 from cli.session import Session
 from ledger.errors import LedgerError
 
@@ -65,7 +65,7 @@ def cli(ctx: click.Context, db: str | None, now: str | None) -> None:
     ctx.call_on_close(ctx.obj.close)
 
 
-for module in (admin, banks, users, queues, projects, settings, jobs, usage):
+for module in (admin, banks, users, queues, projects, settings, jobs, usage, demo):
     for command in module.COMMANDS:
         cli.add_command(command)
 

@@ -47,6 +47,12 @@ class Session:
             self._conn = Connection(self.store)
         return self._conn
 
+    def set_now(self, now: float | None) -> None:
+        """Move this session's clock (the demo and imports replay time forward)."""
+        self.now = now
+        if self._ledger is not None:
+            self._ledger.requested_now = now
+
     def adopt(self, ledger: Ledger) -> None:
         self._ledger = ledger
         runner.prepare(self.conn, ledger)
