@@ -13,7 +13,7 @@ def test_demo_builds_a_site_with_usage_and_fairshare(store: Store) -> None:
     tree = out[out.index("Bank "):]
     assert tree.splitlines()[1].startswith("root ")
     rows = json.loads(store.run("list-users", "--json", now=T0).stdout)
-    assert len(rows) == 13
+    assert len(rows) == 12
     assert all(r["job_usage"] > 0 for r in rows)
     assert max(r["fairshare"] for r in rows) == 1.0
     assert len({r["fairshare"] for r in rows}) > 1
