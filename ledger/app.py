@@ -120,12 +120,14 @@ class Ledger(Application):
         earlier than the newest event (so log order is time order)."""
         newest = self.newest_event_time()
         if self.requested_now is not None:
-            if newest is not None and self.requested_now < newest:
+            # Compare at the microsecond precision events are stored with.
+            requested = to_datetime(self.requested_now)
+            if newest is not None and requested.timestamp() < newest:
                 raise ClockWentBackwards(
                     f"time {iso(self.requested_now)} is earlier than the newest event "
                     f"({iso(newest)}); the ledger's clock never runs backwards"
                 )
-            return to_datetime(self.requested_now)
+            return requested
         return to_datetime(max(time.time(), newest or 0.0))
 
     def stamp(self, reason: str = "", source: dict[str, Any] | None = None) -> Stamp:

@@ -157,3 +157,11 @@ def test_concurrent_edits_lose_no_update(ledger_store: Store) -> None:
     assert sorted(row["queues"].split(",")) == queues
     edits = [e for e in site_events(ledger_store) if isinstance(e, ev.AssociationEdited)]
     assert len(edits) == len(queues)
+
+
+def test_fractional_now_is_not_earlier_than_itself(ledger_store: Store) -> None:
+    """--now with more than microsecond digits, used twice: the stored time is rounded to
+    microseconds, and the second command must not see the clock running backwards."""
+    moment = str(T0 + 1000.0000006)  # rounds up to the next microsecond when stored
+    ledger_store.run("add-bank", "root", "1", now=moment)
+    ledger_store.run("add-bank", "A", "1", "--parent-bank", "root", now=moment)
