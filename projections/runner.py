@@ -108,6 +108,8 @@ class _Folder:
 
 def catch_up(ledger: Ledger, conn: Connection) -> int:
     """Apply every event after the read models' position; returns how many were applied."""
+    if _tracked(conn, PROJECTION) >= (ledger.recorder.max_notification_id() or 0):
+        return 0  # caught up: reads take no write lock
     with conn.transaction():
         position = _tracked(conn, PROJECTION, lock=True)
         head = ledger.recorder.max_notification_id() or 0
