@@ -6,7 +6,19 @@ from typing import Any
 
 import click
 
-from cli import admin, banks, demo, jobs, projects, queues, settings, usage, users
+from cli import (
+    admin,
+    banks,
+    demo,
+    fetch,
+    jobs,
+    priority,
+    projects,
+    queues,
+    settings,
+    usage,
+    users,
+)
 from cli.session import Session
 from ledger.errors import LedgerError
 
@@ -65,7 +77,7 @@ def cli(ctx: click.Context, db: str | None, now: str | None) -> None:
     ctx.call_on_close(ctx.obj.close)
 
 
-for module in (admin, banks, users, queues, projects, settings, jobs, usage, demo):
+for module in (admin, banks, users, queues, projects, settings, jobs, usage, priority, fetch, demo):
     for command in module.COMMANDS:
         cli.add_command(command)
 

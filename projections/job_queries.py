@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from ledger.storage import Connection
@@ -25,7 +26,7 @@ def job_records(
     clauses: list[str] = []
     params: list[Any] = []
     if user is not None:
-        if user.isdigit():
+        if user.isdecimal():  # not isdigit(): "²" is a digit that int() refuses
             clauses.append("(username = ? OR userid = ?)")
             params += [user, int(user)]
         else:
@@ -61,12 +62,25 @@ def job_records(
     out = []
     for row in rows:
         extra = json.loads(row.pop("extra") or "{}")
-        row["requested_duration"] = float(extra.get("requested_duration", 0.0))
+        row["requested_duration"] = _seconds(extra.get("requested_duration"))
         row["actual_duration"] = row["t_inactive"] - row["t_run"]
         row["duration_delta"] = row["requested_duration"] - row["actual_duration"]
         if _passes(row["requested_duration"], requested) and _passes(row["duration_delta"], delta):
             out.append(row)
     return out
+
+
+def _seconds(value: Any) -> float:
+    """A requested duration kept as sent (ingest keeps unknown fields as they are): a value
+    that is not a finite number of seconds (null, "1h", true) reads as 0.0, flux-accounting's
+    default, rather than breaking every later view-job-records."""
+    if isinstance(value, bool):
+        return 0.0
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        return 0.0
+    return seconds if math.isfinite(seconds) else 0.0
 
 
 def _passes(value: float, tests: list[tuple[str, float]] | None) -> bool:
@@ -88,3 +102,9 @@ def usage_report_jobs(conn: Connection, start: float, end: float) -> list[dict[s
         "WHERE t_inactive >= ? AND t_inactive <= ? AND t_run > ?",
         (start, end, start - 7 * 86400),
     )
+
+
+def newest_t_inactive(conn: Connection) -> float | None:
+    rows = conn.query("SELECT MAX(t_inactive) AS newest FROM jobs")
+    newest = rows[0]["newest"] if rows else None
+    return float(newest) if newest is not None else None

@@ -42,7 +42,13 @@ def build_weighted_tree_site(store: Store, name: str, uid_base: int = 5011) -> l
             store.run(*args)
             parents.append(bank)
         else:
-            uid = str(uid_base + len(users))
+            # flux-accounting's sample payloads give leaf.X.Y the uid 50XY.
+            parts = user.split(".")
+            uid = str(
+                5000 + 10 * int(parts[1]) + int(parts[2])
+                if len(parts) == 3
+                else uid_base + len(users)
+            )
             store.run(
                 "add-user",
                 "--username",
