@@ -87,9 +87,14 @@ def ingest(
     s = session(ctx)
     spooled = None
     if fmt == "jsonl" and source == "-":
-        # Standard input is read twice (validate everything, then record): spool it.
-        with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as spooled:
-            shutil.copyfileobj(sys.stdin, spooled)
+        # Standard input is read twice (validate everything, then record): spool it. As bytes:
+        # JSON lines are UTF-8 (read back as such), whatever the locale's stdin encoding.
+        with tempfile.NamedTemporaryFile("wb", suffix=".jsonl", delete=False) as spooled:
+            stdin = getattr(sys.stdin, "buffer", None)
+            if stdin is not None:
+                shutil.copyfileobj(stdin, spooled)
+            else:
+                spooled.write(sys.stdin.read().encode("utf-8"))
         path = spooled.name
     else:
         path = source
@@ -258,8 +263,11 @@ def view_job_records(
         actual=_duration_filter(actual_duration, "--actual-duration"),
         delta=_duration_filter(duration_delta, "--duration-delta"),
     )
+    owners = AssociationResolver(session(ctx).ledger.state()).user_of_uid
     for row in rows:
         row["jobid"] = format_f58(int(row["id"]))
+        if row["username"] is None and row["userid"] is not None:
+            row["username"] = owners.get(row["userid"])  # named, as flux-accounting does
     out = Output(as_json, fmt, fields)
     if as_json or fmt or fields:
         click.echo(out.render(rows, ALL_JOB_COLUMNS if (fmt or fields) else JOB_COLUMNS))

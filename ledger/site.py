@@ -577,7 +577,7 @@ def normalise_config_value(key: str, value: str) -> str:
         seconds = parse_duration(text)
         if seconds <= 0:
             raise InvalidValue(f"invalid {key}: {text} (must be > 0)")
-        return str(seconds)
+        return format_seconds(seconds)  # the same form create-db stores
     if key == "decay_factor":
         try:
             factor = float(text)

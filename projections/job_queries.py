@@ -56,7 +56,9 @@ def job_records(
     where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
     rows = conn.query(
         "SELECT cluster, id, userid, username, bank, queue, project, t_submit, t_run, t_inactive,"
-        " nnodes, ncores, ngpus, charge, extra FROM jobs" + where + " ORDER BY t_inactive, id",
+        " nnodes, ncores, ngpus, charge, extra FROM jobs"
+        + where
+        + " ORDER BY t_inactive, LENGTH(id), id",  # decimal ids: numeric order
         params,
     )
     out = []

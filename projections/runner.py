@@ -70,6 +70,17 @@ def _site_state(ledger: Ledger, version: int) -> SiteState:
     return site.state  # type: ignore[no-any-return]
 
 
+def log_kind(event: Any) -> str:
+    """What the log index calls an event: as-of looks up fair-share snapshots by kind."""
+    if isinstance(event, ev.FairshareUpdated):
+        return "fairshare"
+    if isinstance(event, ev.UsageUpdated):
+        return "usage"
+    if isinstance(event, JobLog.JobsRecorded | JobLog.Opened):
+        return "jobs"
+    return "site"
+
+
 class _Folder:
     """Applies events in log order; site rows are written before anything that reads them."""
 
@@ -78,24 +89,30 @@ class _Folder:
         self.state = state
         self.site_version = site_version
         self.touched = Touched()
+        self.log_rows: list[tuple[int, float, str, int]] = []
 
     def flush(self) -> None:
         write_touched(self.conn, self.state, self.touched)
         self.touched = Touched()
+        self.conn.executemany("INSERT INTO log_index VALUES (?, ?, ?, ?)", self.log_rows)
+        self.log_rows = []
 
     def apply(self, event: Any, position: int) -> None:
+        kind = log_kind(event)
+        if isinstance(event, ev.SiteEvent | ev.LedgerCreated):
+            self.site_version = event.originator_version
+        self.log_rows.append((position, event.timestamp.timestamp(), kind, self.site_version))
         if isinstance(event, JobLog.JobsRecorded):
             usage_tables.insert_jobs(self.conn, self.state, event.records, position)
             return
         if isinstance(event, JobLog.Opened):
             return
         self.touched.update(fold(self.state, event))
-        self.site_version = event.originator_version
         if isinstance(event, ev.ConfigChanged) and event.key in REBIN_KEYS:
             usage_tables.rebin(self.conn, self.state)
         elif isinstance(event, ev.UsageCleared):
             self.flush()
-            usage_tables.clear_association_values(self.conn, event.associations)
+            usage_tables.clear_association_values(self.conn, self.state, event.associations)
         elif isinstance(event, ev.UsageUpdated | ev.FairshareUpdated):
             self.flush()
             usage_tables.write_usage(

@@ -4,7 +4,7 @@ Only portable SQL (SQLite >= 3.24 and PostgreSQL): the same statements run on bo
 Bump READ_MODEL_VERSION when a table changes: opening a ledger then rebuilds the read models.
 """
 
-READ_MODEL_VERSION = 1
+READ_MODEL_VERSION = 2
 
 TABLES: dict[str, str] = {
     "projection_tracking": """
@@ -72,6 +72,15 @@ TABLES: dict[str, str] = {
             factor TEXT PRIMARY KEY,
             weight BIGINT NOT NULL
         )""",
+    # One row per event: time -> log position, the Site version in force, and the kind
+    # (as-of queries find "the fair-share snapshot in force at T" here).
+    "log_index": """
+        CREATE TABLE IF NOT EXISTS log_index (
+            position BIGINT PRIMARY KEY,
+            at DOUBLE PRECISION NOT NULL,
+            kind TEXT NOT NULL,
+            site_version BIGINT NOT NULL
+        )""",
     "config_table": """
         CREATE TABLE IF NOT EXISTS config_table (
             key TEXT PRIMARY KEY,
@@ -82,6 +91,7 @@ TABLES: dict[str, str] = {
 INDEXES: list[str] = [
     "CREATE INDEX IF NOT EXISTS association_bank_idx ON association_table (bank)",
     "CREATE INDEX IF NOT EXISTS bank_parent_idx ON bank_table (parent_bank)",
+    "CREATE INDEX IF NOT EXISTS log_index_at_idx ON log_index (at)",
 ]
 
 # Column orders as flux-accounting's tables have them (its `--fields`, `-o` and JSON keys).

@@ -233,12 +233,25 @@ def write_usage(conn: Connection, state: SiteState, at: float, fairshare: bool) 
     conn.execute("UPDATE job_usage_bins SET at = ?", (at,))
 
 
-def clear_association_values(conn: Connection, pairs: list[list[str]]) -> None:
-    """clear-usage shows zero usage at once (flux-accounting does too); the next update
-    recomputes from the jobs after the cutoff."""
+def clear_association_values(conn: Connection, state: SiteState, pairs: list[list[str]]) -> None:
+    """clear-usage shows zero usage at once (flux-accounting does too), in the associations and
+    in every bank above them; the next update recomputes from the jobs after the cutoff."""
     conn.executemany(
         "UPDATE association_table SET job_usage = 0.0 WHERE username = ? AND bank = ?",
         [tuple(p) for p in pairs],
+    )
+    shown = {
+        (r["username"], r["bank"]): AssociationUsage(usage=float(r["job_usage"]), bins=[])
+        for r in conn.query("SELECT username, bank, job_usage FROM association_table")
+    }
+    missing = AssociationUsage(usage=0.0, bins=[])
+    usage = {
+        (a.username, a.bank): shown.get((a.username, a.bank), missing)
+        for a in state.all_associations()
+    }
+    conn.executemany(
+        "UPDATE bank_table SET job_usage = ? WHERE bank = ?",
+        [(value, name) for name, value in bank_usage(state, usage).items()],
     )
 
 

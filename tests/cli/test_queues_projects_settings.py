@@ -117,7 +117,7 @@ def test_config(ledger_store: Store) -> None:
         values["core_weight"],
         values["priority_decay_half_life"],
         values["deny_unknown_queues"],
-    ) == ("2.0", "1209600.0", "true")
+    ) == ("2.0", "1209600", "true")
     before = ledger_store.log_position()
     for args, message in {
         ("edit-config", "colour=red"): "key colour not found in config_table",
