@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from cli.output import Output, output_options, table
+from cli.params import AsOf, as_of_option
 from cli.session import change_options, session
 from cli.tree import render_tree
 from projections import queries
@@ -82,12 +83,18 @@ def delete_bank(
 @click.command("list-banks")
 @click.option("--inactive", is_flag=True, help="Include inactive banks.")
 @output_options
+@as_of_option
 @click.pass_context
 def list_banks(
-    ctx: click.Context, inactive: bool, as_json: bool, fmt: str | None, fields: str | None
+    ctx: click.Context,
+    as_of: AsOf | None,
+    inactive: bool,
+    as_json: bool,
+    fmt: str | None,
+    fields: str | None,
 ) -> None:
     """List banks."""
-    rows = queries.banks(session(ctx).read(), include_inactive=inactive)
+    rows = queries.banks(session(ctx).read(as_of), include_inactive=inactive)
     click.echo(Output(as_json, fmt, fields).render(rows, BANK_COLUMNS))
 
 
@@ -98,9 +105,11 @@ def list_banks(
 @click.option("-P", "--parsable", is_flag=True, help="With -t: '|'-delimited output.")
 @click.option("-A", "--active", "active_only", is_flag=True, help="With -t: active rows only.")
 @output_options
+@as_of_option
 @click.pass_context
 def view_bank(
     ctx: click.Context,
+    as_of: AsOf | None,
     bank: str,
     tree: bool,
     users: bool,
@@ -111,7 +120,7 @@ def view_bank(
     fields: str | None,
 ) -> None:
     """Show BANK (a row, its users with -u, or its hierarchy with -t)."""
-    conn = session(ctx).read()
+    conn = session(ctx).read(as_of)
     row = queries.bank(conn, bank)
     if tree:
         banks = queries.subtree_banks(conn, bank)

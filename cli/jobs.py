@@ -14,7 +14,7 @@ import click
 from rich.progress import Progress
 
 from cli.output import Output, output_options
-from cli.params import TIME
+from cli.params import TIME, AsOf, as_of_option
 from cli.session import Session, change_options, session
 from ledger.errors import InvalidValue, NotFound
 from ledger.flux_jobs import record_from_flux_row
@@ -228,9 +228,11 @@ def _duration_filter(exprs: tuple[str, ...], name: str) -> list[tuple[str, float
 @click.option("-e", "--actual-duration", multiple=True, metavar="'OP N'")
 @click.option("-D", "--duration-delta", multiple=True, metavar="'OP N'")
 @output_options
+@as_of_option
 @click.pass_context
 def view_job_records(
     ctx: click.Context,
+    as_of: AsOf | None,
     user: str | None,
     jobid: str | None,
     after_start_time: float | None,
@@ -253,6 +255,7 @@ def view_job_records(
             raise click.BadParameter(str(err), param_hint="--jobid") from None
     rows = job_queries.job_records(
         session(ctx).read(),
+        max_position=session(ctx).moment(as_of).position if as_of is not None else None,
         user=user,
         job_id=job_id,
         after_start=after_start_time,

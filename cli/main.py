@@ -8,6 +8,7 @@ import click
 
 from cli import (
     admin,
+    audit,
     banks,
     demo,
     fetch,
@@ -15,6 +16,7 @@ from cli import (
     priority,
     projects,
     queues,
+    reports,
     settings,
     usage,
     users,
@@ -77,7 +79,21 @@ def cli(ctx: click.Context, db: str | None, now: str | None) -> None:
     ctx.call_on_close(ctx.obj.close)
 
 
-for module in (admin, banks, users, queues, projects, settings, jobs, usage, priority, fetch, demo):
+for module in (
+    admin,
+    banks,
+    users,
+    queues,
+    projects,
+    settings,
+    jobs,
+    usage,
+    priority,
+    fetch,
+    audit,
+    reports,
+    demo,
+):
     for command in module.COMMANDS:
         cli.add_command(command)
 

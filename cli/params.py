@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import click
@@ -49,3 +50,49 @@ class TimeType(click.ParamType):
 DURATION = DurationType()
 LIMIT = LimitType()
 TIME = TimeType()
+
+
+@dataclass(frozen=True)
+class AsOf:
+    """A moment asked about: absolute (epoch seconds) or `ago` seconds before the ledger's now."""
+
+    absolute: float | None = None
+    ago: float | None = None
+
+    def resolve(self, now: float) -> float:
+        return self.absolute if self.absolute is not None else now - (self.ago or 0.0)
+
+
+class AsOfType(click.ParamType):
+    """ISO 8601 with a zone, epoch seconds, or a duration ago: `3d`, `12h ago`, `-1w`."""
+
+    name = "TIME|DURATION-ago"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> AsOf:
+        if isinstance(value, AsOf):
+            return value
+        text = str(value).strip()
+        relative = text.removesuffix("ago").strip().removeprefix("-")
+        if relative and relative[-1:] in "smhdw" and relative[:1].isdigit():
+            try:
+                return AsOf(ago=parse_duration(relative))
+            except InvalidValue as err:
+                self.fail(str(err), param, ctx)
+        try:
+            return AsOf(absolute=parse_time(text))
+        except InvalidValue as err:
+            self.fail(str(err), param, ctx)
+
+
+AS_OF = AsOfType()
+
+
+def as_of_option(func: Any) -> Any:
+    return click.option(
+        "--as-of",
+        "as_of",
+        type=AS_OF,
+        default=None,
+        help="Answer as the ledger stood then: ISO 8601 with a zone, epoch seconds, or a "
+        "duration ago (3d, 12h).",
+    )(func)

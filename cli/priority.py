@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from cli.output import table
+from cli.params import AsOf, as_of_option
 from cli.session import session
 from ledger.errors import InvalidValue, LedgerError, NotFound
 from ledger.limits import (
@@ -60,9 +61,11 @@ def _weights(conn: Connection) -> PriorityWeights:
     help="What-if: use this fair-share instead of the one in force.",
 )
 @click.option("--json", "as_json", is_flag=True)
+@as_of_option
 @click.pass_context
 def priority(
     ctx: click.Context,
+    as_of: AsOf | None,
     username: str,
     bank: str | None,
     queue: str | None,
@@ -73,7 +76,7 @@ def priority(
     """The integer priority a job of USERNAME would get, factor by factor."""
     if not 0 <= urgency <= 31:
         raise InvalidValue(f"invalid urgency: {urgency} (must be 0..31)")
-    conn = session(ctx).read()
+    conn = session(ctx).read(as_of)
     assoc = _association(conn, username, bank)
     if queue is not None and queue not in {q["queue"] for q in queries.queues(conn)}:
         raise NotFound(f"queue {queue} not found in queue_table")
@@ -142,9 +145,11 @@ def priority(
 @click.option("--queue-sched-nodes", type=int, default=0)
 @click.option("--queue-sched-cores", type=int, default=0)
 @click.option("--json", "as_json", is_flag=True)
+@as_of_option
 @click.pass_context
 def check_job(
     ctx: click.Context,
+    as_of: AsOf | None,
     username: str,
     bank: str | None,
     queue: str | None,
@@ -182,7 +187,7 @@ def check_job(
     for name, value in sizes.items():
         if value < 0:
             raise InvalidValue(f"invalid --{name}: {value} (must be >= 0)")
-    conn = session(ctx).read()
+    conn = session(ctx).read(as_of)
     # Unknown queues and projects are not errors here: the plugin's own rules decide
     # (an unknown queue passes unless deny_unknown_queues; a project must be listed).
     assoc = _association(conn, username, bank)
@@ -267,11 +272,12 @@ def current_payloads(conn: Connection) -> dict[str, dict[str, Any]]:
 
 
 @click.command("export-json")
+@as_of_option
 @click.pass_context
-def export_json(ctx: click.Context) -> None:
+def export_json(ctx: click.Context, as_of: AsOf | None) -> None:
     """The config Flux's mf_priority plugin loads:
     flux jobtap load mf_priority.so "config=$(fairledger export-json)"."""
-    click.echo(json.dumps(plugin_config(current_payloads(session(ctx).read()))))
+    click.echo(json.dumps(plugin_config(current_payloads(session(ctx).read(as_of)))))
 
 
 @click.command("export-payloads")
@@ -282,10 +288,11 @@ def export_json(ctx: click.Context) -> None:
     default=None,
     help="Write NAME.json per payload here (default: one object on stdout).",
 )
+@as_of_option
 @click.pass_context
-def export_payloads(ctx: click.Context, directory: str | None) -> None:
+def export_payloads(ctx: click.Context, as_of: AsOf | None, directory: str | None) -> None:
     """The priority-update RPC payloads (rec_update, rec_q_update, ...), as sent."""
-    sent = current_payloads(session(ctx).read())
+    sent = current_payloads(session(ctx).read(as_of))
     if directory is None:
         click.echo(json.dumps(sent, indent=2))
         return

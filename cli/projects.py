@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from cli.output import Output, output_options
+from cli.params import AsOf, as_of_option
 from cli.session import change_options, session
 from projections import queries
 from projections.schema import PROJECT_COLUMNS
@@ -35,21 +36,30 @@ def delete_project(ctx: click.Context, project: str, actor: str | None, reason: 
 @click.command("view-project")
 @click.argument("project")
 @output_options
+@as_of_option
 @click.pass_context
 def view_project(
-    ctx: click.Context, project: str, as_json: bool, fmt: str | None, fields: str | None
+    ctx: click.Context,
+    as_of: AsOf | None,
+    project: str,
+    as_json: bool,
+    fmt: str | None,
+    fields: str | None,
 ) -> None:
     """Show PROJECT."""
-    row = queries.project(session(ctx).read(), project)
+    row = queries.project(session(ctx).read(as_of), project)
     click.echo(Output(as_json, fmt, fields).render([row], PROJECT_COLUMNS, single=True))
 
 
 @click.command("list-projects")
 @output_options
+@as_of_option
 @click.pass_context
-def list_projects(ctx: click.Context, as_json: bool, fmt: str | None, fields: str | None) -> None:
+def list_projects(
+    ctx: click.Context, as_of: AsOf | None, as_json: bool, fmt: str | None, fields: str | None
+) -> None:
     """List projects."""
-    rows = queries.projects(session(ctx).read())
+    rows = queries.projects(session(ctx).read(as_of))
     click.echo(Output(as_json, fmt, fields).render(rows, PROJECT_COLUMNS))
 
 

@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from cli.output import Output, output_options
+from cli.params import AsOf, as_of_option
 from cli.session import change_options, session
 from projections import queries
 from projections.schema import QUEUE_COLUMNS
@@ -78,21 +79,30 @@ def delete_queue(ctx: click.Context, queue: str, actor: str | None, reason: str 
 @click.command("view-queue")
 @click.argument("queue")
 @output_options
+@as_of_option
 @click.pass_context
 def view_queue(
-    ctx: click.Context, queue: str, as_json: bool, fmt: str | None, fields: str | None
+    ctx: click.Context,
+    as_of: AsOf | None,
+    queue: str,
+    as_json: bool,
+    fmt: str | None,
+    fields: str | None,
 ) -> None:
     """Show QUEUE."""
-    row = queries.queue(session(ctx).read(), queue)
+    row = queries.queue(session(ctx).read(as_of), queue)
     click.echo(Output(as_json, fmt, fields).render([row], QUEUE_COLUMNS, single=True))
 
 
 @click.command("list-queues")
 @output_options
+@as_of_option
 @click.pass_context
-def list_queues(ctx: click.Context, as_json: bool, fmt: str | None, fields: str | None) -> None:
+def list_queues(
+    ctx: click.Context, as_of: AsOf | None, as_json: bool, fmt: str | None, fields: str | None
+) -> None:
     """List queues."""
-    rows = queries.queues(session(ctx).read())
+    rows = queries.queues(session(ctx).read(as_of))
     click.echo(Output(as_json, fmt, fields).render(rows, QUEUE_COLUMNS))
 
 

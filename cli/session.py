@@ -10,10 +10,12 @@ from typing import Any, TypeVar
 
 import click
 
+from cli.params import AsOf
 from ledger.app import Ledger
 from ledger.clock import parse_time
 from ledger.site import Site, Stamp
 from ledger.storage import DEFAULT_URL, Connection, StoreConfig, parse_store_url
+from projections import as_of as as_of_view
 from projections import runner
 
 T = TypeVar("T")
@@ -58,10 +60,19 @@ class Session:
         runner.prepare(self.conn, ledger)
         runner.catch_up(ledger, self.conn)
 
-    def read(self) -> Connection:
-        """The read models, caught up with the log."""
+    def read(self, as_of: AsOf | None = None) -> Connection:
+        """The read models, caught up with the log; with `as_of`, as they stood then (the
+        moment it reflects is said on stderr, so stdout stays parsable)."""
         runner.catch_up(self.ledger, self.conn)
-        return self.conn
+        if as_of is None:
+            return self.conn
+        moment = self.moment(as_of)
+        click.echo(moment.describe(), err=True)
+        return as_of_view.materialize(self.ledger, self.conn, moment)
+
+    def moment(self, as_of: AsOf) -> as_of_view.Moment:
+        runner.catch_up(self.ledger, self.conn)
+        return as_of_view.moment_at(self.conn, as_of.resolve(self.ledger.now().timestamp()))
 
     def change(
         self,

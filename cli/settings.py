@@ -6,6 +6,7 @@ from __future__ import annotations
 import click
 
 from cli.output import Output, output_options
+from cli.params import AsOf, as_of_option
 from cli.session import change_options, session
 from ledger.errors import InvalidValue
 from projections import queries
@@ -29,21 +30,30 @@ def edit_factor(
 @click.command("view-factor")
 @click.argument("factor")
 @output_options
+@as_of_option
 @click.pass_context
 def view_factor(
-    ctx: click.Context, factor: str, as_json: bool, fmt: str | None, fields: str | None
+    ctx: click.Context,
+    as_of: AsOf | None,
+    factor: str,
+    as_json: bool,
+    fmt: str | None,
+    fields: str | None,
 ) -> None:
     """Show a priority factor's weight."""
-    row = queries.factor(session(ctx).read(), factor)
+    row = queries.factor(session(ctx).read(as_of), factor)
     click.echo(Output(as_json, fmt, fields).render([row], FACTOR_COLUMNS, single=True))
 
 
 @click.command("list-factors")
 @output_options
+@as_of_option
 @click.pass_context
-def list_factors(ctx: click.Context, as_json: bool, fmt: str | None, fields: str | None) -> None:
+def list_factors(
+    ctx: click.Context, as_of: AsOf | None, as_json: bool, fmt: str | None, fields: str | None
+) -> None:
     """List priority factor weights."""
-    rows = queries.factors(session(ctx).read())
+    rows = queries.factors(session(ctx).read(as_of))
     click.echo(Output(as_json, fmt, fields).render(rows, FACTOR_COLUMNS))
 
 
@@ -83,21 +93,30 @@ def edit_config(
 @click.command("view-config")
 @click.argument("key")
 @output_options
+@as_of_option
 @click.pass_context
 def view_config(
-    ctx: click.Context, key: str, as_json: bool, fmt: str | None, fields: str | None
+    ctx: click.Context,
+    as_of: AsOf | None,
+    key: str,
+    as_json: bool,
+    fmt: str | None,
+    fields: str | None,
 ) -> None:
     """Show one config key."""
-    row = queries.config(session(ctx).read(), key)
+    row = queries.config(session(ctx).read(as_of), key)
     click.echo(Output(as_json, fmt, fields).render([row], CONFIG_COLUMNS, single=True))
 
 
 @click.command("list-configs")
 @output_options
+@as_of_option
 @click.pass_context
-def list_configs(ctx: click.Context, as_json: bool, fmt: str | None, fields: str | None) -> None:
+def list_configs(
+    ctx: click.Context, as_of: AsOf | None, as_json: bool, fmt: str | None, fields: str | None
+) -> None:
     """List config keys and values."""
-    rows = queries.configs(session(ctx).read())
+    rows = queries.configs(session(ctx).read(as_of))
     click.echo(Output(as_json, fmt, fields).render(rows, CONFIG_COLUMNS))
 
 

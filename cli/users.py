@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from cli.output import Output, output_options
-from cli.params import LIMIT
+from cli.params import LIMIT, AsOf, as_of_option
 from cli.session import change_options, session
 from projections import queries
 from projections.schema import ASSOCIATION_COLUMNS
@@ -144,9 +144,11 @@ def delete_user(
     help="Usage bins per association, current period first (as of the last update).",
 )
 @output_options
+@as_of_option
 @click.pass_context
 def view_user(
     ctx: click.Context,
+    as_of: AsOf | None,
     username: str,
     list_banks: bool,
     job_usage: bool,
@@ -155,7 +157,7 @@ def view_user(
     fields: str | None,
 ) -> None:
     """Show USERNAME's associations."""
-    conn = session(ctx).read()
+    conn = session(ctx).read(as_of)
     rows = queries.user_rows(conn, username)
     if job_usage:
         bins = queries.usage_bins(conn, username)
@@ -186,9 +188,15 @@ def view_user(
 @click.option("--default-project", default=None)
 @click.option("--max-sched-jobs", default=None)
 @output_options
+@as_of_option
 @click.pass_context
 def list_users(
-    ctx: click.Context, as_json: bool, fmt: str | None, fields: str | None, **filters: Any
+    ctx: click.Context,
+    as_of: AsOf | None,
+    as_json: bool,
+    fmt: str | None,
+    fields: str | None,
+    **filters: Any,
 ) -> None:
     """List associations, filtered (filters are ANDed; a comma list matches any value)."""
     for name in (
@@ -206,7 +214,7 @@ def list_users(
                     raise click.BadParameter(
                         f"{item!r} is not an integer", param_hint=f"--{name.replace('_', '-')}"
                     )
-    rows = queries.associations(session(ctx).read(), filters)
+    rows = queries.associations(session(ctx).read(as_of), filters)
     click.echo(Output(as_json, fmt, fields).render(rows, ASSOCIATION_COLUMNS))
 
 

@@ -22,9 +22,13 @@ def job_records(
     requested: list[tuple[str, float]] | None = None,
     actual: list[tuple[str, float]] | None = None,
     delta: list[tuple[str, float]] | None = None,
+    max_position: int | None = None,
 ) -> list[dict[str, Any]]:
     clauses: list[str] = []
     params: list[Any] = []
+    if max_position is not None:  # as of a past moment: the jobs recorded by then
+        clauses.append("position <= ?")
+        params.append(max_position)
     if user is not None:
         if user.isdecimal():  # not isdigit(): "²" is a digit that int() refuses
             clauses.append("(username = ? OR userid = ?)")

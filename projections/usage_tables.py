@@ -160,34 +160,85 @@ def _as_totals(rows: list[dict[str, Any]]) -> list[PeriodTotal]:
     ]
 
 
-def usage_at(
-    conn: Connection, state: SiteState, at: float
-) -> dict[tuple[str, str], AssociationUsage]:
-    """Every association's usage at `at`, from the totals recorded so far."""
-    first, last = window(state, at)
-    totals = _as_totals(
-        conn.query(
-            "SELECT userid, username, bank, period, charge_units FROM period_totals "
-            "WHERE period >= ? AND period <= ?",
-            (first, last),
-        )
+_GROUPED_JOBS = (
+    "SELECT COALESCE(userid, -1) AS userid, COALESCE(username, '') AS username, "
+    "COALESCE(bank, '') AS bank, period, SUM(charge_units) AS charge_units FROM jobs "
+    "WHERE period >= ? AND period <= ?{filters} "
+    "GROUP BY COALESCE(userid, -1), COALESCE(username, ''), COALESCE(bank, ''), period"
+)
+
+
+def _job_totals(
+    conn: Connection,
+    state: SiteState,
+    first: int,
+    last: int,
+    max_position: int | None,
+    ended_by: float | None,
+    periods_current: bool,
+) -> list[PeriodTotal]:
+    """Per-period totals straight from the jobs (for as-of and clear-usage cutoffs)."""
+    filters = ""
+    params: list[float] = []
+    if max_position is not None:
+        filters += " AND position <= ?"
+        params.append(max_position)
+    if ended_by is not None:
+        filters += " AND t_inactive <= ?"
+        params.append(ended_by)
+    if periods_current:
+        sql = _GROUPED_JOBS.format(filters=filters)
+        return _as_totals(conn.query(sql, [first, last, *params]))
+    # The half-life in force then differs from today's, so jobs.period (cut with today's) does
+    # not apply: cut the periods again from t_inactive.
+    usage = usage_params(state)
+    rows = conn.query(
+        "SELECT COALESCE(userid, -1) AS userid, COALESCE(username, '') AS username, "
+        "COALESCE(bank, '') AS bank, t_inactive, charge_units FROM jobs "
+        f"WHERE t_inactive >= ? AND t_inactive < ?{filters}",
+        [period_start(first, usage), period_start(last + 1, usage), *params],
     )
-    params = usage_params(state)
-    start = period_start(first, params)
+    grouped: dict[tuple[int, str, str, int], int] = defaultdict(int)
+    for r in rows:
+        key = (r["userid"], r["username"], r["bank"], period_of(r["t_inactive"], usage))
+        grouped[key] += int(r["charge_units"])
+    return _as_totals(
+        [
+            {"userid": k[0], "username": k[1], "bank": k[2], "period": k[3], "charge_units": v}
+            for k, v in grouped.items()
+        ]
+    )
+
+
+def usage_at(
+    conn: Connection,
+    state: SiteState,
+    at: float,
+    max_position: int | None = None,
+    periods_current: bool = True,
+) -> dict[tuple[str, str], AssociationUsage]:
+    """Every association's usage at `at`: from the running totals, or, for an as-of query,
+    from the jobs recorded up to `max_position` (`periods_current`: jobs.period was cut with
+    the half-life of `state`)."""
+    first, last = window(state, at)
+    if max_position is None and periods_current:
+        totals = _as_totals(
+            conn.query(
+                "SELECT userid, username, bank, period, charge_units FROM period_totals "
+                "WHERE period >= ? AND period <= ?",
+                (first, last),
+            )
+        )
+    else:
+        totals = _job_totals(conn, state, first, last, max_position, None, periods_current)
+    start = period_start(first, usage_params(state))
     cutoffs = {
         a.ignore_older_than for a in state.all_associations() if a.ignore_older_than >= start
     }
-    cleared = {}
-    for cutoff in cutoffs:
-        cleared[cutoff] = _as_totals(
-            conn.query(
-                "SELECT COALESCE(userid, -1) AS userid, COALESCE(username, '') AS username, "
-                "COALESCE(bank, '') AS bank, period, SUM(charge_units) AS charge_units FROM jobs "
-                "WHERE t_inactive <= ? AND period >= ? AND period <= ? "
-                "GROUP BY COALESCE(userid, -1), COALESCE(username, ''), COALESCE(bank, ''), period",
-                (cutoff, first, last),
-            )
-        )
+    cleared = {
+        cutoff: _job_totals(conn, state, first, last, max_position, cutoff, periods_current)
+        for cutoff in cutoffs
+    }
     return association_usage(state, totals, at, cleared)
 
 
