@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sqlite3
@@ -18,9 +19,10 @@ from cli.params import TIME, AsOf, as_of_option
 from cli.session import Session, change_options, session
 from ledger.errors import InvalidValue, NotFound
 from ledger.flux_jobs import record_from_flux_row
-from ledger.ingest import check_no_bad_lines, parse_lines, to_record, weights
+from ledger.ingest import BadLine, check_no_bad_lines, parse_lines, to_record, weights
 from ledger.jobs import format_f58, parse_job_id
 from ledger.site_usage import AssociationResolver
+from ledger.state import SiteState
 from projections import job_queries, runner, usage_tables
 
 CHUNK_LINES = 50_000  # lines recorded per transaction: bounds memory on million-job files
@@ -129,35 +131,61 @@ def _ingest(
 ) -> dict[str, int]:
     ledger = s.ledger
     ledger.actor = actor or s.actor
-    # Pass 1: validate everything, so a bad line records nothing.
-    bad = []
-    first = 1
-    for chunk in _chunks(_reader(path, fmt), CHUNK_LINES):
-        parsed = parse_lines(chunk, first_line=first)
-        first += len(chunk)
-        if parsed.bad and not skip_invalid:
-            check_no_bad_lines(parsed, shown)
-        bad.extend(parsed.bad)
-    for line in bad:
-        click.echo(f"fairledger: skipped {shown}: {line}", err=True)
-    # Pass 2: record in chunks, each one transaction; re-running after a crash is safe
-    # because recording is exactly-once.
     state = ledger.state()
-    resolver = AssociationResolver(state)
+    with tempfile.TemporaryDirectory(prefix="fairledger-ingest-") as work:
+        spool = os.path.join(work, "records.jsonl")
+        bad, total = _validate_to_spool(path, fmt, skip_invalid, shown, spool, state)
+        for line in bad:
+            click.echo(f"fairledger: skipped {shown}: {line}", err=True)
+        counts = _record_spool(s, spool, total, reason, {"input": shown, "format": fmt}, state)
+    counts["invalid"] = len(bad)
+    s.read()
+    return counts
+
+
+def _validate_to_spool(
+    path: str, fmt: str, skip_invalid: bool, shown: str, spool: str, state: SiteState
+) -> tuple[list[BadLine], int]:
+    """Pass 1: validate every line, so that a bad one records nothing, and spool the valid
+    ones as primitive records (charged with the weights in force), so that recording needs no
+    second validation and a million-line input never sits in memory."""
     node_w, core_w, gpu_w = weights(state)
-    counts = {"recorded": 0, "duplicate": 0, "unmatched": 0, "invalid": len(bad)}
-    seen: set[tuple[str, str]] = set()
-    total_lines = first - 1
-    show_progress = sys.stderr.isatty() and total_lines > CHUNK_LINES
-    with Progress(disable=not show_progress, transient=True) as progress:
-        task = progress.add_task("ingesting", total=total_lines)
-        first = 1
+    bad: list[BadLine] = []
+    first = 1
+    with open(spool, "w", encoding="utf-8") as out:
         for chunk in _chunks(_reader(path, fmt), CHUNK_LINES):
             parsed = parse_lines(chunk, first_line=first)
             first += len(chunk)
+            if parsed.bad and not skip_invalid:
+                check_no_bad_lines(parsed, shown)
+            bad.extend(parsed.bad)
+            out.writelines(
+                json.dumps(to_record(job, node_w, core_w, gpu_w)) + "\n" for job in parsed.records
+            )
+    return bad, first - 1
+
+
+def _record_spool(
+    s: Session,
+    spool: str,
+    total_lines: int,
+    reason: str | None,
+    source: dict[str, Any],
+    state: SiteState,
+) -> dict[str, int]:
+    """Pass 2: record in chunks, each one transaction; re-running after a crash is safe
+    because recording is exactly-once."""
+    ledger = s.ledger
+    resolver = AssociationResolver(state)
+    counts = {"recorded": 0, "duplicate": 0, "unmatched": 0}
+    seen: set[tuple[str, str]] = set()
+    show_progress = sys.stderr.isatty() and total_lines > CHUNK_LINES
+    with Progress(disable=not show_progress, transient=True) as progress:
+        task = progress.add_task("ingesting", total=total_lines)
+        for chunk in _chunks(_json_lines(spool), CHUNK_LINES):
             records = []
-            for job in parsed.records:
-                record = to_record(job, node_w, core_w, gpu_w)
+            for line in chunk:
+                record = json.loads(line)
                 key = (record["cluster"], record["id"])
                 if key in seen:
                     counts["duplicate"] += 1
@@ -166,10 +194,10 @@ def _ingest(
                 records.append(record)
             recorded = ledger.record_jobs(
                 records,
-                sync=lambda: runner.catch_up(ledger, s.conn) and None,
+                sync=lambda: runner.catch_up(ledger, s.conn),
                 known=lambda keys: usage_tables.known_job_keys(s.conn, keys),
                 reason=reason or "",
-                source={"input": shown, "format": fmt},
+                source=source,
             )
             counts["recorded"] += len(recorded)
             counts["duplicate"] += len(records) - len(recorded)
@@ -179,7 +207,6 @@ def _ingest(
                 if resolver.resolve(r.get("userid"), r.get("username"), r.get("bank")) is None
             )
             progress.update(task, advance=len(chunk))
-    s.read()
     return counts
 
 
