@@ -9,21 +9,21 @@ import sqlite3
 import sys
 import tempfile
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich.progress import Progress
 
 from cli.output import Output, output_options
 from cli.params import TIME, AsOf, as_of_option
 from cli.session import Session, change_options, session
 from ledger.errors import InvalidValue, NotFound
 from ledger.flux_jobs import record_from_flux_row
-from ledger.ingest import BadLine, check_no_bad_lines, parse_lines, to_record, weights
-from ledger.jobs import format_f58, parse_job_id
 from ledger.site_usage import AssociationResolver
-from ledger.state import SiteState
 from projections import job_queries, runner, usage_tables
+
+if TYPE_CHECKING:
+    from ledger.ingest import BadLine
+    from ledger.state import SiteState
 
 CHUNK_LINES = 50_000  # lines recorded per transaction: bounds memory on million-job files
 
@@ -149,6 +149,9 @@ def _validate_to_spool(
     """Pass 1: validate every line, so that a bad one records nothing, and spool the valid
     ones as primitive records (charged with the weights in force), so that recording needs no
     second validation and a million-line input never sits in memory."""
+    # Imported here: pydantic's model build is the costliest import, and only ingest needs it.
+    from ledger.ingest import check_no_bad_lines, parse_lines, to_record, weights
+
     node_w, core_w, gpu_w = weights(state)
     bad: list[BadLine] = []
     first = 1
@@ -175,6 +178,8 @@ def _record_spool(
 ) -> dict[str, int]:
     """Pass 2: record in chunks, each one transaction; re-running after a crash is safe
     because recording is exactly-once."""
+    from rich.progress import Progress
+
     ledger = s.ledger
     resolver = AssociationResolver(state)
     counts = {"recorded": 0, "duplicate": 0, "unmatched": 0}
@@ -274,6 +279,8 @@ def view_job_records(
     fields: str | None,
 ) -> None:
     """List recorded jobs, filtered as flux-accounting's view-job-records does."""
+    from ledger.jobs import format_f58, parse_job_id
+
     job_id = None
     if jobid is not None:
         try:

@@ -11,6 +11,7 @@ from cli.params import TIME
 from cli.session import change_options, session
 from ledger.clock import iso
 from ledger.errors import InvalidValue
+from ledger.site import Site, Stamp
 from ledger.site_usage import AssociationResolver
 from projections import job_queries
 
@@ -22,10 +23,12 @@ DEFAULT_SIZE_BINS = (0, 2, 8, 32, 128, 512, 2048, 8192)
 @click.pass_context
 def update_usage(ctx: click.Context, actor: str | None, reason: str | None) -> None:
     """Recompute every association's decayed usage at the ledger's time."""
-    s = session(ctx)
-    s.change(lambda site, st: site.mark_usage_updated(st), reason, actor)
-    state = s.ledger.state()
-    click.echo(f"usage updated at {iso(state.last_usage_update or 0)}")
+
+    def mark(site: Site, stamp: Stamp) -> datetime:
+        site.mark_usage_updated(stamp)
+        return stamp.at
+
+    click.echo(f"usage updated at {session(ctx).change(mark, reason, actor).isoformat()}")
 
 
 @click.command("update-fshare")
@@ -33,10 +36,12 @@ def update_usage(ctx: click.Context, actor: str | None, reason: str | None) -> N
 @click.pass_context
 def update_fshare(ctx: click.Context, actor: str | None, reason: str | None) -> None:
     """Bring usage up to date and recompute fair-share (the weighted tree walk)."""
-    s = session(ctx)
-    s.change(lambda site, st: site.mark_fairshare_updated(st), reason, actor)
-    state = s.ledger.state()
-    click.echo(f"fair-share updated at {iso(state.last_fairshare_update or 0)}")
+
+    def mark(site: Site, stamp: Stamp) -> datetime:
+        site.mark_fairshare_updated(stamp)
+        return stamp.at
+
+    click.echo(f"fair-share updated at {session(ctx).change(mark, reason, actor).isoformat()}")
 
 
 @click.command("clear-usage")
