@@ -1,0 +1,224 @@
+"""What changed between two moments: compare the read tables materialized at each.
+
+`compare(before, after)` takes two connections holding the read-model tables (as
+projections.as_of.materialize builds them) and returns a `Diff`: per object kind the rows added,
+removed and changed (field -> [old, new]), and the fair-share of every association present at
+both moments whose value or rank changed. Usage columns are not compared (they move with time
+itself); fair-share is, since it is what the scheduler was told.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ledger.storage import Connection
+from projections.history import ARROW, show_changes
+
+Row = dict[str, Any]
+
+# kind -> (table, key columns, compared columns): usage, ids and timestamps are left out.
+SECTIONS: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
+    "banks": (
+        "bank_table",
+        ("bank",),
+        ("parent_bank", "shares", "priority", "active", "ignore_older_than"),
+    ),
+    "associations": (
+        "association_table",
+        ("username", "bank"),
+        (
+            "active",
+            "userid",
+            "default_bank",
+            "shares",
+            "max_running_jobs",
+            "max_active_jobs",
+            "max_nodes",
+            "max_cores",
+            "max_sched_jobs",
+            "queues",
+            "projects",
+            "default_project",
+            "ignore_older_than",
+        ),
+    ),
+    "queues": (
+        "queue_table",
+        ("queue",),
+        (
+            "priority",
+            "min_nodes_per_job",
+            "max_nodes_per_job",
+            "max_time_per_job",
+            "max_running_jobs",
+            "max_nodes_per_assoc",
+            "max_sched_jobs",
+            "max_sched_nodes_per_assoc",
+            "max_sched_cores_per_assoc",
+            "max_nodes",
+            "max_cores",
+        ),
+    ),
+    "projects": ("project_table", ("project",), ()),
+    "factors": ("priority_factor_weight_table", ("factor",), ("weight",)),
+    "config": ("config_table", ("key",), ("value",)),
+}
+TITLES = {
+    "banks": "banks",
+    "associations": "associations",
+    "queues": "queues",
+    "projects": "projects",
+    "factors": "factors",
+    "config": "config",
+    "fairshare": "fair-share",
+}
+
+
+@dataclass
+class Section:
+    added: list[Row] = field(default_factory=list)  # key columns + compared columns
+    removed: list[Row] = field(default_factory=list)
+    changed: list[Row] = field(default_factory=list)  # key columns + "changes"
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.removed or self.changed)
+
+    def to_json(self) -> dict[str, list[Row]]:
+        return {"added": self.added, "removed": self.removed, "changed": self.changed}
+
+
+@dataclass
+class Diff:
+    sections: dict[str, Section]
+    # username, bank, fairshare [old, new], rank [old, new] (rank None when inactive)
+    fairshare: list[Row]
+
+    def __bool__(self) -> bool:
+        return any(self.sections.values()) or bool(self.fairshare)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {k: s.to_json() for k, s in self.sections.items()}
+        out["fairshare"] = self.fairshare
+        return out
+
+
+def _value(column: str, value: Any) -> Any:
+    return bool(value) if column == "active" else value
+
+
+def _rows(
+    conn: Connection, table: str, keys: tuple[str, ...], columns: tuple[str, ...]
+) -> dict[tuple[Any, ...], Row]:
+    selected = list(keys) + list(columns)
+    rows = conn.query(f"SELECT {', '.join(selected)} FROM {table}")
+    return {tuple(r[k] for k in keys): {c: _value(c, r[c]) for c in selected} for r in rows}
+
+
+def compare_section(before: Connection, after: Connection, name: str) -> Section:
+    table, keys, columns = SECTIONS[name]
+    old, new = _rows(before, table, keys, columns), _rows(after, table, keys, columns)
+    section = Section()
+    for key in sorted(new.keys() - old.keys()):
+        section.added.append(new[key])
+    for key in sorted(old.keys() - new.keys()):
+        section.removed.append(old[key])
+    for key in sorted(old.keys() & new.keys()):
+        changes = {c: [old[key][c], new[key][c]] for c in columns if old[key][c] != new[key][c]}
+        if changes:
+            section.changed.append({**dict(zip(keys, key, strict=True)), "changes": changes})
+    return section
+
+
+def ranks(conn: Connection) -> dict[tuple[str, str], tuple[float, int | None]]:
+    """Each association's fair-share and rank among the active ones: 1 + the number of active
+    associations with a strictly higher fair-share (ties share a rank); None when inactive."""
+    rows = conn.query("SELECT username, bank, active, fairshare FROM association_table")
+    active = sorted((float(r["fairshare"]) for r in rows if r["active"]), reverse=True)
+    out: dict[tuple[str, str], tuple[float, int | None]] = {}
+    for r in rows:
+        value = float(r["fairshare"])
+        rank = 1 + sum(1 for v in active if v > value) if r["active"] else None
+        out[(r["username"], r["bank"])] = (value, rank)
+    return out
+
+
+def compare_fairshare(before: Connection, after: Connection) -> list[Row]:
+    old, new = ranks(before), ranks(after)
+    out = []
+    for key in sorted(old.keys() & new.keys()):
+        if old[key] != new[key]:
+            out.append(
+                {
+                    "username": key[0],
+                    "bank": key[1],
+                    "fairshare": [old[key][0], new[key][0]],
+                    "rank": [old[key][1], new[key][1]],
+                }
+            )
+    return out
+
+
+def compare(before: Connection, after: Connection) -> Diff:
+    return Diff(
+        {name: compare_section(before, after, name) for name in SECTIONS},
+        compare_fairshare(before, after),
+    )
+
+
+# --- rendering -----------------------------------------------------------------------------------
+def _object(name: str, row: Row) -> str:
+    if name == "associations":
+        return f"user {row['username']} in {row['bank']}"
+    if name == "banks":
+        return f"bank {row['bank']}"
+    if name == "factors":
+        return f"factor {row['factor']}"
+    if name == "config":
+        return f"config {row['key']}"
+    return f"{name[:-1]} {row[SECTIONS[name][1][0]]}"
+
+
+def _added(name: str, row: Row) -> str:
+    text = "+ " + _object(name, row)
+    if name == "banks" and row["parent_bank"]:
+        text += f" under {row['parent_bank']}"
+    return text
+
+
+def _share(value: float) -> str:
+    return repr(round(value, 6))
+
+
+def section_lines(name: str, section: Section) -> list[str]:
+    lines = [_added(name, r) for r in section.added]
+    lines += ["- " + _object(name, r) for r in section.removed]
+    lines += [f"{_object(name, r)}: {show_changes(r['changes'])}" for r in section.changed]
+    return lines
+
+
+def _rank(rank: int | None) -> str:
+    return "inactive" if rank is None else str(rank)
+
+
+def fairshare_line(row: Row) -> str:
+    (old, new), (old_rank, new_rank) = row["fairshare"], row["rank"]
+    value = _share(old) if old == new else f"{_share(old)} {ARROW} {_share(new)}"
+    text = f"fair-share {row['username']}/{row['bank']}: {value}"
+    if old_rank != new_rank:
+        text += f" (rank {_rank(old_rank)} {ARROW} {_rank(new_rank)})"
+    return text
+
+
+def lines(diff: Diff) -> list[str]:
+    """Sections in a fixed order, each a title line and one indented line per change; within a
+    section: added, removed, then changed, each sorted by key. Empty sections are left out."""
+    out: list[str] = []
+    for name, section in diff.sections.items():
+        if section:
+            out.append(f"{TITLES[name]}:")
+            out += ["  " + text for text in section_lines(name, section)]
+    if diff.fairshare:
+        out.append(f"{TITLES['fairshare']}:")
+        out += ["  " + fairshare_line(row) for row in diff.fairshare]
+    return out

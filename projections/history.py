@@ -1,0 +1,477 @@
+"""Audit history: which events touched an object, and one line each (when, who, why, old -> new).
+
+The pure part turns one event into an `Entry` (what it did to which object, its changes as
+{field: [old, new]}, and what it cascaded to) and renders it; events already carry old and new
+values, so nothing is replayed. `read_history` is the one function with I/O: it reads the log
+in order, with each event's log position.
+
+Which events touch what (a `Selector`):
+  bank B         its own events: added, edited, deactivated, reactivated, removed, usage
+                 cleared; and being part of a deactivated/removed subtree or of a clear-usage
+  user U [B]     its associations' events (in bank B), its default-bank changes, and being
+                 deactivated/removed with a bank or listed by a clear-usage
+  queue Q        queue added, edited, removed
+  project P      project added, removed
+  config         create-db (the initial config and factor weights), edit-config, edit-factor
+  all            every Site event, the usage/fair-share markers, and each ingest's job batches
+                 summarized as one "recorded N jobs" line
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from eventsourcing.utils import get_topic
+
+from ledger import events as ev
+from ledger.app import Ledger
+from ledger.clock import iso
+from ledger.errors import NotFound
+from ledger.joblog import JobLog
+from ledger.state import ASSOCIATION_DEFAULTS, INTEGER_MAX, QUEUE_DEFAULTS
+from ledger.storage import Connection
+
+ARROW = "→"
+PAGE_SIZE = 500
+TIME_FIELDS = ("epoch", "ignore_older_than")
+SITE_EVENT_CLASSES: tuple[type[Any], ...] = (ev.LedgerCreated,) + tuple(
+    cls
+    for cls in vars(ev).values()
+    if isinstance(cls, type) and issubclass(cls, ev.SiteEvent) and cls is not ev.SiteEvent
+)
+MARKERS: tuple[type[Any], ...] = (ev.UsageUpdated, ev.FairshareUpdated)
+SELECTOR_KINDS = ("bank", "user", "queue", "project", "config", "all")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """What one event (or one ingest's job batches) did, as an audit line's data."""
+
+    position: int
+    time: float
+    actor: str
+    reason: str
+    source: dict[str, Any]
+    event: str  # the event's class name
+    action: str  # the command-like verb: add-bank, edit-user, ...
+    kind: str  # bank | association | user | queue | project | config | factor | ledger | jobs
+    name: str | None  # "A", "alice/A", "gold", "decay_factor"; None for ledger-wide events
+    changes: dict[str, list[Any]] = field(default_factory=dict)  # field -> [old, new]
+    # Cascades and counts: banks / associations ([username, bank] pairs) / default_banks
+    # ({username: [old, new]}) deactivated or removed with a bank; jobs / batches of an ingest.
+    details: dict[str, Any] = field(default_factory=dict)
+    username: str | None = None  # for association and user entries
+    bank: str | None = None  # for association entries
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "position": self.position,
+            "time": iso(self.time),
+            "timestamp": self.time,
+            "actor": self.actor,
+            "reason": self.reason,
+            "event": self.event,
+            "action": self.action,
+            "kind": self.kind,
+            "name": self.name,
+        }
+        if self.username is not None:
+            out["username"] = self.username
+        if self.bank is not None:
+            out["bank"] = self.bank
+        out["changes"] = {k: list(v) for k, v in self.changes.items()}
+        if self.details:
+            out["details"] = self.details
+        out["source"] = self.source
+        return out
+
+
+@dataclass(frozen=True)
+class Selector:
+    kind: str  # one of SELECTOR_KINDS
+    name: str | None = None
+    bank: str | None = None  # with kind "user": only that user's association in this bank
+
+    def describe(self) -> str:
+        if self.kind == "user" and self.bank is not None:
+            return f"user {self.name} in bank {self.bank}"
+        if self.kind in ("config", "all"):
+            return "the config" if self.kind == "config" else "the ledger"
+        return f"{self.kind} {self.name}"
+
+
+# --- event -> entry (pure) -----------------------------------------------------------------------
+def _added(values: dict[str, Any]) -> dict[str, list[Any]]:
+    return {k: [None, v] for k, v in values.items()}
+
+
+def _with_default(
+    changes: dict[str, list[Any]], default_bank: list[str | None] | None
+) -> dict[str, list[Any]]:
+    if default_bank and default_bank[0] != default_bank[1]:  # (a reactivation may re-set it)
+        changes = dict(changes, default_bank=list(default_bank))
+    return changes
+
+
+def _cascade(event: Any) -> dict[str, Any]:
+    details: dict[str, Any] = {}
+    others = [b for b in event.banks if b != event.bank]
+    if others:
+        details["banks"] = others
+    if event.associations:
+        details["associations"] = [list(p) for p in event.associations]
+    if event.default_banks:
+        details["default_banks"] = {u: list(c) for u, c in sorted(event.default_banks.items())}
+    return details
+
+
+def entry_of(event: Any, position: int) -> Entry:
+    """The audit data of one Site event (LedgerCreated or a SiteEvent subclass)."""
+    base: dict[str, Any] = {
+        "position": position,
+        "time": float(event.timestamp.timestamp()),
+        "actor": str(getattr(event, "actor", "") or ""),
+        "reason": str(getattr(event, "reason", "") or ""),
+        "source": dict(getattr(event, "source", {}) or {}),
+        "event": type(event).__name__,
+    }
+
+    def make(action: str, kind: str, name: str | None, **rest: Any) -> Entry:
+        return Entry(action=action, kind=kind, name=name, **base, **rest)
+
+    def assoc(action: str, changes: dict[str, list[Any]]) -> Entry:
+        return make(
+            action,
+            "association",
+            f"{event.username}/{event.bank}",
+            changes=changes,
+            username=event.username,
+            bank=event.bank,
+        )
+
+    match event:
+        case ev.LedgerCreated():
+            changes: dict[str, list[Any]] = {"epoch": [None, event.epoch]}
+            changes.update({f"config.{k}": [None, v] for k, v in event.config.items()})
+            changes.update({f"factor.{k}": [None, v] for k, v in event.factors.items()})
+            return make("create-db", "ledger", None, changes=changes)
+        case ev.ConfigChanged():
+            return make(
+                "edit-config", "config", event.key, changes={"value": [event.old, event.new]}
+            )
+        case ev.FactorWeightChanged():
+            return make(
+                "edit-factor", "factor", event.factor, changes={"weight": [event.old, event.new]}
+            )
+        case ev.BankAdded():
+            values = {
+                "parent_bank": event.parent_bank,
+                "shares": event.shares,
+                "priority": event.priority,
+            }
+            return make("add-bank", "bank", event.bank, changes=_added(values))
+        case ev.BankEdited():
+            return make("edit-bank", "bank", event.bank, changes=dict(event.changes))
+        case ev.BankReactivated():
+            changes = {"active": [False, True], **event.changes}
+            return make("reactivate-bank", "bank", event.bank, changes=changes)
+        case ev.BankDeactivated():
+            return make(
+                "deactivate-bank",
+                "bank",
+                event.bank,
+                changes={"active": [True, False]},
+                details=_cascade(event),
+            )
+        case ev.BankRemoved():
+            return make("remove-bank", "bank", event.bank, details=_cascade(event))
+        case ev.AssociationAdded():
+            values = {"userid": event.userid, **event.fields}
+            return assoc("add-user", _with_default(_added(values), event.default_bank))
+        case ev.AssociationEdited():
+            return assoc("edit-user", dict(event.changes))
+        case ev.AssociationDeactivated():
+            return assoc(
+                "deactivate-user", _with_default({"active": [True, False]}, event.default_bank)
+            )
+        case ev.AssociationReactivated():
+            changes = {"active": [False, True], **event.changes}
+            return assoc("reactivate-user", _with_default(changes, event.default_bank))
+        case ev.AssociationRemoved():
+            return assoc("remove-user", _with_default({}, event.default_bank))
+        case ev.DefaultBankChanged():
+            return make(
+                "edit-user",
+                "user",
+                event.username,
+                changes={"default_bank": [event.old, event.new]},
+                username=event.username,
+            )
+        case ev.QueueAdded():
+            return make("add-queue", "queue", event.queue, changes=_added(dict(event.fields)))
+        case ev.QueueEdited():
+            return make("edit-queue", "queue", event.queue, changes=dict(event.changes))
+        case ev.QueueRemoved():
+            return make("delete-queue", "queue", event.queue)
+        case ev.ProjectAdded():
+            return make("add-project", "project", event.project)
+        case ev.ProjectRemoved():
+            return make("delete-project", "project", event.project)
+        case ev.UsageCleared():
+            details = {"associations": [list(p) for p in event.associations]}
+            return make(
+                "clear-usage",
+                "bank",
+                event.bank,
+                changes={"ignore_older_than": [None, event.ignore_older_than]},
+                details=details if event.associations else {},
+            )
+        case ev.UsageUpdated():
+            return make("update-usage", "ledger", None)
+        case ev.FairshareUpdated():
+            return make("update-fshare", "ledger", None)
+    raise TypeError(f"no audit line for {type(event).__name__}")
+
+
+def jobs_entry(batches: Sequence[tuple[Any, int]]) -> Entry:
+    """One ingest's job batches (JobsRecorded events of one stamp) as one entry."""
+    first, position = batches[0]
+    jobs = sum(len(event.records) for event, _ in batches)
+    return Entry(
+        position=position,
+        time=float(first.timestamp.timestamp()),
+        actor=str(first.actor or ""),
+        reason=str(first.reason or ""),
+        source=dict(first.source or {}),
+        event=type(first).__name__,
+        action="ingest",
+        kind="jobs",
+        name=None,
+        details={"jobs": jobs, "batches": len(batches)},
+    )
+
+
+def entries_of(events: Iterable[tuple[Any, int]]) -> Iterator[Entry]:
+    """Entries of (event, position) pairs in log order; consecutive job batches recorded with
+    one stamp (one ingest) become one entry, and the job log's opening is left out."""
+    pending: list[tuple[Any, int]] = []
+    for event, position in events:
+        if isinstance(event, JobLog.JobsRecorded):
+            if pending and _stamp(pending[0][0]) != _stamp(event):
+                yield jobs_entry(pending)
+                pending = []
+            pending.append((event, position))
+            continue
+        if pending:
+            yield jobs_entry(pending)
+            pending = []
+        if isinstance(event, JobLog.Opened):
+            continue
+        yield entry_of(event, position)
+    if pending:
+        yield jobs_entry(pending)
+
+
+def _stamp(event: Any) -> tuple[Any, ...]:
+    return (event.timestamp, event.actor, event.reason, json.dumps(event.source, sort_keys=True))
+
+
+# --- which entries touch what (pure) -------------------------------------------------------------
+def touches(entry: Entry, selector: Selector) -> bool:
+    kind, name, bank = selector.kind, selector.name, selector.bank
+    if kind == "all":
+        return True
+    if kind == "config":
+        return entry.kind in ("config", "factor") or entry.event == "LedgerCreated"
+    if kind in ("queue", "project"):
+        return entry.kind == kind and entry.name == name
+    pairs = [tuple(p) for p in entry.details.get("associations", [])]
+    if kind == "bank":
+        return entry.kind == "bank" and (
+            entry.name == name
+            or name in entry.details.get("banks", [])
+            or any(b == name for _, b in pairs)
+        )
+    if kind == "user":
+        if entry.kind == "association":
+            return entry.username == name and (bank is None or entry.bank == bank)
+        if entry.kind == "user":
+            return entry.username == name and (
+                bank is None or bank in entry.changes.get("default_bank", [])
+            )
+        if entry.kind == "bank":
+            if any(u == name and (bank is None or b == bank) for u, b in pairs):
+                return True
+            change = entry.details.get("default_banks", {}).get(name)
+            return change is not None and (bank is None or bank in change)
+    return False
+
+
+def select(
+    entries: Iterable[Entry],
+    selector: Selector,
+    since: float | None = None,
+    until: float | None = None,
+) -> list[Entry]:
+    """The entries touching `selector` within [since, until] (inclusive). An object that no
+    event ever touched is an error (a removed object still has its history)."""
+    touching = [e for e in entries if touches(e, selector)]
+    if not touching and selector.kind not in ("all", "config"):
+        raise NotFound(f"{selector.describe()} not found in the ledger's history")
+    return [
+        e
+        for e in touching
+        if (since is None or e.time >= since) and (until is None or e.time <= until)
+    ]
+
+
+# --- rendering (pure) ----------------------------------------------------------------------------
+def show(field_name: str, value: Any) -> str:
+    """One value as an audit line shows it."""
+    if value is None:
+        return "(none)"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if field_name.split(".")[-1] in TIME_FIELDS and isinstance(value, int | float):
+        return iso(float(value)) if value else "(none)"
+    if type(value) is int and value == INTEGER_MAX:
+        return "unlimited"
+    if value == "":
+        return '""'
+    return str(value)
+
+
+def show_changes(changes: dict[str, list[Any]]) -> str:
+    """`field old → new`, or `field new` for a value set for the first time (old is None)."""
+    parts = []
+    for name, (old, new) in changes.items():
+        if old is None:
+            parts.append(f"{name} {show(name, new)}")
+        else:
+            parts.append(f"{name} {show(name, old)} {ARROW} {show(name, new)}")
+    return ", ".join(parts)
+
+
+def _summary_changes(entry: Entry) -> dict[str, list[Any]]:
+    """The changes a line shows: an added association or queue shows the values that differ
+    from the defaults (JSON has them all)."""
+    if entry.event == "AssociationAdded":
+        keep = ("userid", "shares", "default_bank")
+        return {
+            k: v
+            for k, v in entry.changes.items()
+            if k in keep or ASSOCIATION_DEFAULTS.get(k, object()) != v[1]
+        }
+    if entry.event == "QueueAdded":
+        return {k: v for k, v in entry.changes.items() if QUEUE_DEFAULTS.get(k) != v[1]}
+    return entry.changes
+
+
+def _pairs(pairs: list[list[str]]) -> str:
+    return ", ".join(f"{u}/{b}" for u, b in pairs)
+
+
+def describe(entry: Entry) -> str:
+    """What happened, without when/who/why: `edit-bank A: shares 1 → 10`."""
+    head = entry.action if entry.name is None else f"{entry.action} {entry.name}"
+    parts: list[str] = []
+    if entry.kind == "jobs":
+        jobs = entry.details["jobs"]
+        parts.append(f"recorded {jobs} job{'' if jobs == 1 else 's'}")
+    else:
+        changes = show_changes(_summary_changes(entry))
+        if changes:
+            parts.append(changes)
+        details = entry.details
+        if details.get("banks"):
+            parts.append("banks " + ", ".join(details["banks"]))
+        if details.get("associations"):
+            parts.append("users " + _pairs(details["associations"]))
+        if details.get("default_banks"):
+            parts.append(
+                "default_bank "
+                + ", ".join(
+                    f"{u} {show('', c[0])} {ARROW} {show('', c[1])}"
+                    for u, c in details["default_banks"].items()
+                )
+            )
+    return head + (": " + "; ".join(parts) if parts else "")
+
+
+def line(entry: Entry) -> str:
+    """`2026-11-20T10:00:00+00:00  ops  edit-bank A: shares 1 → 10  (grant #12)`: the time to
+    the second in UTC, the actor ("-" if none), what happened, and the reason if one was given."""
+    when = datetime.fromtimestamp(entry.time, tz=UTC).replace(microsecond=0).isoformat()
+    text = f"{when}  {entry.actor or '-'}  {describe(entry)}"
+    return f"{text}  ({entry.reason})" if entry.reason else text
+
+
+# --- reading the log -----------------------------------------------------------------------------
+def topics(selector: Selector) -> list[str]:
+    """The stored topics worth decoding for `selector`: markers and job batches only for all."""
+    classes = [c for c in SITE_EVENT_CLASSES if selector.kind == "all" or c not in MARKERS]
+    if selector.kind == "all":
+        classes.append(JobLog.JobsRecorded)
+    return [get_topic(c) for c in classes]
+
+
+def position_bounds(
+    conn: Connection, since: float | None, until: float | None
+) -> tuple[int | None, int | None]:
+    """The log positions that hold events of [since, until] (time is monotone in log order);
+    needs the log index caught up."""
+    start = stop = None
+    if since is not None:
+        rows = conn.query("SELECT MIN(position) AS p FROM log_index WHERE at >= ?", (since,))
+        start = rows[0]["p"] if rows and rows[0]["p"] is not None else -1
+    if until is not None:
+        rows = conn.query("SELECT MAX(position) AS p FROM log_index WHERE at <= ?", (until,))
+        stop = rows[0]["p"] if rows and rows[0]["p"] is not None else -1
+    return (None if start is None else int(start)), (None if stop is None else int(stop))
+
+
+def read_events(
+    ledger: Ledger, topic_names: Sequence[str], start: int | None = None, stop: int | None = None
+) -> Iterator[tuple[Any, int]]:
+    """(event, log position) for the events of these topics, in log order, from `start` to
+    `stop` inclusive."""
+    if (start is not None and start < 0) or (stop is not None and stop < 0):
+        return
+    head = ledger.recorder.max_notification_id() or 0
+    stop = head if stop is None else min(stop, head)
+    position = 1 if start is None else max(start, 1)
+    inclusive = True
+    while position <= stop:
+        page = ledger.recorder.select_notifications(
+            start=position,
+            limit=PAGE_SIZE,
+            stop=stop,
+            topics=list(topic_names),
+            inclusive_of_start=inclusive,
+        )
+        if not page:
+            return
+        for notification in page:
+            yield ledger.mapper.to_domain_event(notification), int(notification.id)
+        position = int(page[-1].id)
+        inclusive = False
+
+
+def read_history(
+    ledger: Ledger,
+    conn: Connection,
+    selector: Selector,
+    since: float | None = None,
+    until: float | None = None,
+) -> list[Entry]:
+    """The audit entries touching `selector`, in log order. For one object every event is read
+    (to tell "never existed" from "nothing in that window"); `all` reads only the window."""
+    start = stop = None
+    if selector.kind == "all":
+        start, stop = position_bounds(conn, since, until)
+    events = read_events(ledger, topics(selector), start, stop)
+    return select(entries_of(events), selector, since, until)
