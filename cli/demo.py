@@ -11,9 +11,11 @@ import time
 
 import click
 
-from cli import banks, jobs, usage
+from cli import audit, banks, jobs, usage
+from cli.params import AsOf
 from cli.session import session
 from ledger.app import Ledger
+from ledger.clock import iso
 
 WEEK = 7 * 86400
 TREE = {
@@ -38,7 +40,7 @@ QUEUES = {"standby": -10, "batch": 0, "debug": 100, "expedite": 10000}
 @click.command("demo")
 @click.option(
     "--weeks",
-    type=click.IntRange(1, 52),
+    type=click.IntRange(2, 52),
     default=3,
     show_default=True,
     help="Weeks of generated jobs.",
@@ -46,8 +48,9 @@ QUEUES = {"standby": -10, "batch": 0, "debug": 100, "expedite": 10000}
 @click.option("--seed", type=int, default=7, show_default=True)
 @click.pass_context
 def demo(ctx: click.Context, weeks: int, seed: int) -> None:
-    """Build a small site on a new ledger, ingest generated jobs, update usage and
-    fair-share, and print the tree."""
+    """Build a small site on a new ledger, run its weekly accounting over generated jobs
+    (ingest, update-fshare, an allocation change), and show the tree today and a week ago,
+    and one association's history."""
     s = session(ctx)
     now = s.now if s.now is not None else time.time()
     start = now - weeks * WEEK
@@ -59,33 +62,64 @@ def demo(ctx: click.Context, weeks: int, seed: int) -> None:
     users = [
         (u, leaf) for group in TREE.values() for leaf, members in group.items() for u in members
     ]
-    path = _generate_jobs(users, start, now, seed)
-    s.set_now(now)
-    try:
-        click.echo(f"\n$ fairledger ingest {os.path.basename(path)}")
-        ctx.invoke(
-            jobs.ingest,
-            source=path,
-            fmt="jsonl",
-            skip_invalid=False,
-            actor=None,
-            reason="demo jobs",
-        )
-    finally:
-        os.unlink(path)
-    click.echo("\n$ fairledger update-fshare")
-    ctx.invoke(usage.update_fshare, actor=None, reason=None)
-    click.echo("\n$ fairledger view-bank root --tree")
+    rng = random.Random(seed)
+    for week in range(1, weeks + 1):
+        week_end = now if week == weeks else start + week * WEEK
+        s.set_now(week_end)
+        click.echo(f"\n# week {week}: the accounting cron at {iso(week_end)}")
+        if week == 2:
+            click.echo("$ fairledger edit-bank cs --shares 40 --reason 'cs allocation doubled'")
+            s.change(
+                lambda site, st: site.edit_bank(st, "cs", shares=40), reason="cs allocation doubled"
+            )
+            click.echo(
+                "$ fairledger edit-user alice --max-running-jobs 10 --reason 'paper deadline'"
+            )
+            s.change(
+                lambda site, st: site.edit_user(st, "alice", None, {"max_running_jobs": 10}),
+                reason="paper deadline",
+            )
+        path = _generate_jobs(users, week_end - WEEK, week_end, rng, first_id=week * 10000)
+        try:
+            click.echo(f"$ fairledger ingest week{week}.jsonl")
+            ctx.invoke(
+                jobs.ingest,
+                source=path,
+                fmt="jsonl",
+                skip_invalid=False,
+                actor=None,
+                reason="demo jobs",
+            )
+        finally:
+            os.unlink(path)
+        click.echo("$ fairledger update-fshare")
+        ctx.invoke(usage.update_fshare, actor=None, reason=None)
+    tree = {
+        "bank": "root",
+        "tree": True,
+        "users": False,
+        "parsable": False,
+        "active_only": False,
+        "as_json": False,
+        "fmt": None,
+        "fields": None,
+    }
+    click.echo("\n$ fairledger view-bank root --tree --as-of 1w")
+    ctx.invoke(banks.view_bank, as_of=AsOf(ago=WEEK), **tree)
+    click.echo("$ fairledger view-bank root --tree")
+    ctx.invoke(banks.view_bank, as_of=None, **tree)
+    click.echo("$ fairledger history --user alice")
     ctx.invoke(
-        banks.view_bank,
-        bank="root",
-        tree=True,
-        users=False,
-        parsable=False,
-        active_only=False,
+        audit.history,
+        bank=None,
+        user="alice",
+        queue=None,
+        project=None,
+        config=False,
+        all_=False,
+        since=None,
+        until=None,
         as_json=False,
-        fmt=None,
-        fields=None,
     )
 
 
@@ -105,32 +139,29 @@ def _build_site(site, stamp):  # type: ignore[no-untyped-def]
                 )
 
 
-def _generate_jobs(users: list[tuple[str, str]], start: float, end: float, seed: int) -> str:
-    """Jobs of uneven appetite: a few heavy users, most light, spread over the weeks."""
-    rng = random.Random(seed)
-    appetite = {user: rng.choice([1, 1, 2, 4, 12]) for user, _ in users}
+def _generate_jobs(
+    users: list[tuple[str, str]], start: float, end: float, rng: random.Random, first_id: int
+) -> str:
+    """A week of jobs of uneven appetite: a few heavy users, most light."""
+    appetite = {user: (12 if user in ("ivan", "frank") else 1) for user, _ in users}
     with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as handle:
-        for job_id in range(1, 1501):
+        for job_id in range(first_id, first_id + 500):
             user, bank = rng.choice(users)
             nodes = rng.choice([1, 1, 2, 4, 8]) * appetite[user]
             t_run = rng.uniform(start, end - 3600)
             t_inactive = min(end - 1, t_run + rng.uniform(60, 6 * 3600))
-            handle.write(
-                json.dumps(
-                    {
-                        "id": job_id,
-                        "username": user,
-                        "bank": bank,
-                        "queue": rng.choice(["standby", "batch", "debug"]),
-                        "t_submit": t_run - rng.uniform(0, 600),
-                        "t_run": t_run,
-                        "t_inactive": t_inactive,
-                        "nnodes": nodes,
-                        "ncores": nodes * 32,
-                    }
-                )
-                + "\n"
-            )
+            record = {
+                "id": job_id,
+                "username": user,
+                "bank": bank,
+                "queue": rng.choice(["standby", "batch", "debug"]),
+                "t_submit": t_run - rng.uniform(0, 600),
+                "t_run": t_run,
+                "t_inactive": t_inactive,
+                "nnodes": nodes,
+                "ncores": nodes * 32,
+            }
+            handle.write(json.dumps(record) + "\n")
     return handle.name
 
 

@@ -9,9 +9,11 @@ from tests.conftest import T0, Store
 
 def test_demo_builds_a_site_with_usage_and_fairshare(store: Store) -> None:
     out = store.run("demo", "--weeks", "2", now=T0).stdout
-    assert "recorded 1500, duplicate 0, unmatched 0" in out
+    assert out.count("recorded 500, duplicate 0, unmatched 0") == 2
+    assert out.count("Bank                            Username") == 2  # a week ago, and today
     tree = out[out.index("Bank "):]
     assert tree.splitlines()[1].startswith("root ")
+    assert "edit-user alice/theory: max_running_jobs 5 → 10  (paper deadline)" in out
     rows = json.loads(store.run("list-users", "--json", now=T0).stdout)
     assert len(rows) == 12
     assert all(r["job_usage"] > 0 for r in rows)
