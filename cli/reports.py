@@ -1,8 +1,373 @@
-"""Reports: explain-job and report fairshare-history. (Commands are added by their own
-change.)"""
+"""Reports: explain-job and report fairshare-history."""
 
 from __future__ import annotations
 
+import json
+from datetime import UTC
+from typing import Any
+
 import click
 
-COMMANDS: list[click.Command] = []
+from cli.output import table
+from cli.params import TIME
+from cli.session import session
+from ledger.clock import iso, to_datetime
+from ledger.errors import InvalidValue, NotFound
+from ledger.jobs import format_f58, parse_job_id
+from ledger.priority import URGENCY_EXPEDITE, URGENCY_HOLD
+from projections.as_of import Moment, Snapshots
+from projections.explain import Explanation, UsageBehind, explain_job
+from projections.fairshare_history import HistoryRow, fairshare_history
+
+# --- explain-job ---------------------------------------------------------------------------------
+
+
+@click.command("explain-job")
+@click.argument("jobid")
+@click.option("--cluster", default=None, help="The job's cluster (needed if several have it).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.pass_context
+def explain_job_command(ctx: click.Context, jobid: str, cluster: str | None, as_json: bool) -> None:
+    """The priority recorded job JOBID had at its submission time, factor by factor, and the
+    usage behind the fair-share it was given.
+
+    JOBID in any Flux form (ƒ2Wbqh5Wo, decimal, 0x hex). The fair-share is the snapshot in
+    force when the job was submitted (the last update-fshare before it; 0.5 before any);
+    queue and bank priority and the factor weights are those of that moment.
+    """
+    try:
+        job_id = parse_job_id(jobid)
+    except InvalidValue as err:
+        raise click.BadParameter(str(err), param_hint="JOBID") from None
+    s = session(ctx)
+    found = explain_job(s.ledger, s.read(), job_id, cluster, shown=jobid)
+    if as_json:
+        click.echo(json.dumps(_explanation_json(found), indent=2))
+    else:
+        click.echo(_explanation_text(found))
+
+
+def _moment_json(moment: Moment | None) -> dict[str, Any] | None:
+    if moment is None:
+        return None
+    return {"at": moment.event_time, "time": iso(moment.event_time), "position": moment.position}
+
+
+def _usage_json(usage: UsageBehind | None) -> dict[str, Any] | None:
+    if usage is None:
+        return None
+    return {
+        "at": usage.at,
+        "time": iso(usage.at),
+        "position": usage.position,
+        "job_usage": usage.job_usage,
+        "decay_factor": usage.decay_factor,
+        "half_life": usage.half_life,
+        "bins": [
+            {
+                "age": b.age,
+                "period": b.period,
+                "start": b.start,
+                "total": b.total,
+                "decay": b.decay,
+                "decayed": b.decayed,
+            }
+            for b in usage.bins
+        ],
+        "contributing_jobs": usage.contributing_jobs,
+        "top_jobs": [
+            {
+                "jobid": format_f58(j.id),
+                "id": j.id,
+                "cluster": j.cluster,
+                "period": j.period,
+                "t_inactive": j.t_inactive,
+                "charge": j.charge,
+                "decay": j.decay,
+                "weight": j.weight,
+            }
+            for j in usage.top_jobs
+        ],
+    }
+
+
+def _explanation_json(e: Explanation) -> dict[str, Any]:
+    job = e.job
+    return {
+        "jobid": format_f58(job.id),
+        "id": job.id,
+        "cluster": job.cluster,
+        "username": e.association[0],
+        "bank": e.association[1],
+        "active": e.active,
+        "queue": job.queue,
+        "urgency": e.urgency,
+        "t_submit": job.t_submit,
+        "submitted": {
+            "at": job.t_submit,
+            "time": iso(job.t_submit),
+            "position": e.submitted.position,
+            "event_time": e.submitted.event_time,
+        },
+        "snapshot": _moment_json(e.snapshot),
+        "fairshare_from": _moment_json(e.source),
+        "fairshare": e.fairshare,
+        "rank": e.rank,
+        "ranked": e.ranked,
+        "queue_priority": e.queue_priority,
+        "bank_priority": e.bank_priority,
+        "weights": {
+            "fairshare": e.weights.fairshare,
+            "queue": e.weights.queue,
+            "bank": e.weights.bank,
+            "urgency": e.weights.urgency,
+        },
+        "factors": _factor_rows(e),
+        "priority": e.breakdown.priority,
+        "usage": _usage_json(e.usage),
+    }
+
+
+def _factor_rows(e: Explanation) -> list[dict[str, Any]]:
+    return [
+        {"factor": f.name, "value": f.value, "weight": f.weight, "product": f.product}
+        for f in e.breakdown.factors
+    ]
+
+
+def _shown(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Floats for reading: 12 significant digits hide the binary noise of a product
+    (33333.299999999996 reads 33333.3); --json keeps the exact values."""
+    return [
+        {k: float(f"{v:.12g}") if isinstance(v, float) else v for k, v in row.items()}
+        for row in rows
+    ]
+
+
+def _explanation_text(e: Explanation) -> str:
+    job = e.job
+    user, bank = e.association
+    if job.queue is None:
+        queue = "no queue"
+    elif e.queue_known:
+        queue = f"queue {job.queue} (priority {e.queue_priority})"
+    else:
+        queue = f"queue {job.queue} (unknown then: factor 0)"
+    inactive = "" if e.active else " (inactive then)"
+    lines = [
+        f"job {format_f58(job.id)} (id {job.id}, cluster {job.cluster}): {user} in bank "
+        f"{bank}{inactive}, {queue}, urgency {e.urgency}",
+        f"submitted {iso(job.t_submit)}: log position {e.submitted.position} "
+        f"(event of {iso(e.submitted.event_time)})",
+        _fairshare_line(e),
+        "",
+        table(_shown(_factor_rows(e)), ["factor", "value", "weight", "product"]),
+    ]
+    if e.urgency == URGENCY_HOLD:
+        lines.append(f"priority: {e.breakdown.priority} (urgency 0: held)")
+    elif e.urgency == URGENCY_EXPEDITE:
+        lines.append(f"priority: {e.breakdown.priority} (urgency 31: expedited)")
+    else:
+        lines.append(f"priority: {e.breakdown.priority}")
+    if e.usage is not None:
+        lines += ["", *_usage_text(e, e.usage)]
+    return "\n".join(lines)
+
+
+def _fairshare_line(e: Explanation) -> str:
+    user, bank = e.association
+    if e.snapshot is None:
+        return f"fair-share {e.fairshare}: no fair-share snapshot yet (a new association has 0.5)"
+    at = f"the snapshot of {iso(e.snapshot.event_time)} (log position {e.snapshot.position})"
+    if e.source is None:
+        return f"fair-share {e.fairshare}: {user}/{bank} is newer than {at}, so it has 0.5"
+    rank = f"rank {e.rank} of {e.ranked}"
+    if e.source.position == e.snapshot.position:
+        return f"fair-share {e.fairshare}: {at}, {rank}"
+    return (
+        f"fair-share {e.fairshare}: {at} left {user}/{bank} out (inactive); it kept the value "
+        f"of the snapshot of {iso(e.source.event_time)} (log position {e.source.position}), "
+        f"{rank}"
+    )
+
+
+def _usage_text(e: Explanation, usage: UsageBehind) -> list[str]:
+    user, bank = e.association
+    bins = [
+        {
+            "age": b.age,
+            "period": b.period,
+            "start": iso(b.start),
+            "total": b.total,
+            "decay": b.decay,
+            "decayed": b.decayed,
+        }
+        for b in usage.bins
+    ]
+    jobs = [
+        {
+            "jobid": format_f58(j.id),
+            "cluster": j.cluster,
+            "t_inactive": iso(j.t_inactive),
+            "period": j.period,
+            "charge": j.charge,
+            "decay": j.decay,
+            "weight": j.weight,
+        }
+        for j in usage.top_jobs
+    ]
+    lines = [
+        f"usage of {user}/{bank} at that snapshot: {usage.job_usage} "
+        f"(decay factor {usage.decay_factor}, periods of {usage.half_life:g}s, newest first)",
+        table(_shown(bins), ["age", "period", "start", "total", "decay", "decayed"]),
+        "",
+    ]
+    if not jobs:
+        lines.append("no jobs counted in that usage")
+        return lines
+    lines.append(
+        f"top {len(jobs)} of {usage.contributing_jobs} jobs counted "
+        "(weight = charge × decay of its period):"
+    )
+    lines.append(
+        table(
+            _shown(jobs), ["jobid", "cluster", "t_inactive", "period", "charge", "decay", "weight"]
+        )
+    )
+    return lines
+
+
+# --- report fairshare-history --------------------------------------------------------------------
+
+
+@click.group("report")
+def report() -> None:
+    """Reports over the ledger's history."""
+
+
+HISTORY_COLUMNS = ["time", "position", "job_usage", "fairshare", "rank"]
+
+
+@report.command("fairshare-history")
+@click.option("--user", "username", required=True, help="The association's user.")
+@click.option("--bank", default=None, help="Default: the user's default bank.")
+@click.option("--from", "start", type=TIME, default=None, help="First time (default: the start).")
+@click.option("--to", "end", type=TIME, default=None, help="Last time (default: now).")
+@click.option(
+    "--plot",
+    type=click.Path(dir_okay=False),
+    default=None,
+    metavar="FILE.png",
+    help="Also draw fair-share and usage over time as a PNG line chart.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print a list of row objects.")
+@click.pass_context
+def fairshare_history_command(
+    ctx: click.Context,
+    username: str,
+    bank: str | None,
+    start: float | None,
+    end: float | None,
+    plot: str | None,
+    as_json: bool,
+) -> None:
+    """Fair-share and usage of one association at every update-fshare from --from to --to,
+    each recomputed exactly as it was then: usage at that time from the jobs recorded by then,
+    fair-share = rank / N of the weighted walk over the site as it stood."""
+    if start is not None and end is not None and start > end:
+        raise click.BadParameter(f"--from {iso(start)} is after --to {iso(end)}")
+    s = session(ctx)
+    conn = s.read()
+    current = s.ledger.state()
+    if bank is None:
+        bank = current.default_banks.get(username)
+        if bank is None:
+            raise NotFound(f"user {username} not found in association_table")
+    rows = fairshare_history(Snapshots(s.ledger, conn), (username, bank), start, end)
+    if not rows and current.association(username, bank) is None:
+        raise NotFound(f"user {username} not found in bank {bank}")
+    shown = [_history_row(row) for row in rows]
+    if not rows:
+        span = f"from {iso(start) if start is not None else 'the start'} to " + (
+            iso(end) if end is not None else "now"
+        )
+        click.echo(f"no fair-share snapshot of {username}/{bank} {span}", err=True)
+    if as_json:
+        click.echo(json.dumps(shown, indent=2))
+    else:
+        text = [{**r, "rank": _rank_text(r)} for r in _shown(shown)]
+        click.echo(table(text, HISTORY_COLUMNS))
+    if plot is not None:
+        if not rows:
+            click.echo(f"nothing to plot: {plot} not written", err=True)
+            return
+        try:
+            _plot(rows, f"{username}/{bank}", plot)
+        except OSError as err:
+            raise click.FileError(plot, hint=err.strerror or str(err)) from None
+        click.echo(f"wrote {plot}", err=True)
+
+
+def _history_row(row: HistoryRow) -> dict[str, Any]:
+    return {
+        "time": iso(row.at),
+        "at": row.at,
+        "position": row.position,
+        "job_usage": row.job_usage,
+        "fairshare": row.fairshare,
+        "rank": row.rank,
+        "of": row.ranked,
+        "active": row.active,
+    }
+
+
+def _rank_text(row: dict[str, Any]) -> str:
+    if row["rank"] is None:
+        return f"- of {row['of']} (inactive)" if not row["active"] else f"- of {row['of']}"
+    return f"{row['rank']} of {row['of']}"
+
+
+def _plot(rows: list[HistoryRow], name: str, path: str) -> None:
+    """A PNG line chart: fair-share (a step: it holds until the next snapshot) on the left axis,
+    usage at each snapshot on the right one. Agg renders without a display."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.dates import date2num
+    from matplotlib.figure import Figure
+
+    times = date2num([to_datetime(r.at) for r in rows])
+    figure = Figure(figsize=(8, 4.5), dpi=100)
+    FigureCanvasAgg(figure)
+    left = figure.add_subplot()
+    share = left.plot(
+        times,
+        [r.fairshare for r in rows],
+        drawstyle="steps-post",
+        marker="o",
+        color="tab:blue",
+        label="fair-share",
+    )
+    left.xaxis_date(tz=UTC)
+    left.set_ylabel("fair-share")
+    left.set_ylim(0, 1.05)
+    right = left.twinx()
+    used = right.plot(
+        times,
+        [r.job_usage for r in rows],
+        marker="s",
+        linestyle="--",
+        color="tab:orange",
+        label="job_usage",
+    )
+    right.set_ylabel("job_usage (decayed)")
+    right.set_ylim(bottom=0)
+    figure.suptitle(f"fair-share history of {name}")
+    left.set_xlabel("time (UTC)")
+    left.legend(
+        handles=[*share, *used], loc="lower left", bbox_to_anchor=(0, 1), ncols=2, frameon=False
+    )
+    figure.autofmt_xdate()
+    figure.tight_layout()
+    figure.savefig(path, format="png")
+
+
+COMMANDS: list[click.Command] = [explain_job_command, report]

@@ -11,7 +11,7 @@ Events recorded after T have positions after P, so the answer for T never change
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ledger.app import Ledger
@@ -19,7 +19,7 @@ from ledger.clock import iso
 from ledger.errors import InvalidValue
 from ledger.reducers import Touched
 from ledger.site import SITE_ID
-from ledger.site_usage import bank_usage, site_fairshare
+from ledger.site_usage import AssociationUsage, AssocKey, bank_usage, site_fairshare
 from ledger.state import SiteState
 from ledger.storage import Connection, StoreConfig
 from projections import schema, usage_tables
@@ -79,25 +79,101 @@ def site_state_at(ledger: Ledger, version: int) -> SiteState:
     return site.state  # type: ignore[no-any-return]
 
 
-def _periods_current(ledger: Ledger, state: SiteState) -> bool:
+NEW_ASSOCIATION_FAIRSHARE = 0.5  # design §4: a new association has 0.5 until the next update
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One FairshareUpdated marker recomputed: the state, usage and fair-share it saw."""
+
+    marker: Moment
+    state: SiteState
+    usage: dict[AssocKey, AssociationUsage]
+    shares: dict[AssocKey, float]
+
+    @property
+    def ranked(self) -> int:
+        """N: the active associations the walk ranked."""
+        return len(self.shares)
+
+    def rank(self, key: AssocKey) -> int | None:
+        """fair-share = rank / N, rank counting down from N (the best); tied associations share
+        the higher rank. None for an association the walk left out (inactive, or not there)."""
+        mine = self.shares.get(key)
+        if mine is None:
+            return None
+        return self.ranked - sum(1 for value in self.shares.values() if value > mine)
+
+
+def periods_current(ledger: Ledger, state: SiteState) -> bool:
+    """jobs.period was cut with today's half-life: is it the one `state` had?"""
     today = ledger.state().config["priority_decay_half_life"]
     return float(today) == float(state.config["priority_decay_half_life"])
 
 
-def fairshare_at(ledger: Ledger, conn: Connection, position: int) -> dict[tuple[str, str], float]:
-    """Fair-share of the snapshot in force at `position` ({} before the first one)."""
-    marker = fairshare_marker(conn, position)
-    if marker is None:
-        return {}
-    state = site_state_at(ledger, marker.site_version)
-    usage = usage_tables.usage_at(
-        conn,
-        state,
-        marker.event_time,
-        max_position=marker.position,
-        periods_current=_periods_current(ledger, state),
-    )
-    return site_fairshare(state, usage)
+@dataclass
+class Snapshots:
+    """Snapshots recomputed on demand, each at most once per command."""
+
+    ledger: Ledger
+    conn: Connection
+    _cache: dict[int, Snapshot] = field(default_factory=dict)
+
+    def at(self, marker: Moment) -> Snapshot:
+        cached = self._cache.get(marker.position)
+        if cached is not None:
+            return cached
+        state = site_state_at(self.ledger, marker.site_version)
+        usage = usage_tables.usage_at(
+            self.conn,
+            state,
+            marker.event_time,
+            max_position=marker.position,
+            periods_current=periods_current(self.ledger, state),
+        )
+        snapshot = Snapshot(marker, state, usage, site_fairshare(state, usage))
+        self._cache[marker.position] = snapshot
+        return snapshot
+
+    def in_force(self, position: int) -> Snapshot | None:
+        """The snapshot in force at `position` (None before the first update-fshare)."""
+        marker = fairshare_marker(self.conn, position)
+        return None if marker is None else self.at(marker)
+
+    def value_source(self, key: AssocKey, snapshot: Snapshot | None) -> Snapshot | None:
+        """The snapshot whose walk gave `key` the fair-share it has under `snapshot`.
+
+        Usually `snapshot` itself. An association the walk left out (inactive, or in an
+        inactive bank) keeps its last value (design §4), so look back to the latest earlier
+        snapshot that ranked it; None when there is none, or when the association did not exist
+        at `snapshot` or was re-created since: then it has 0.5, as a new association.
+        """
+        created = None
+        while snapshot is not None:
+            assoc = snapshot.state.association(*key)
+            if assoc is None or created not in (None, assoc.creation_time):
+                return None
+            if key in snapshot.shares:
+                return snapshot
+            created = assoc.creation_time
+            snapshot = self.in_force(snapshot.marker.position - 1)
+        return None
+
+
+def fairshare_value(
+    snapshots: Snapshots, key: AssocKey, position: int
+) -> tuple[float, Snapshot | None]:
+    """The fair-share of `key` in force at `position` and the snapshot that computed it."""
+    source = snapshots.value_source(key, snapshots.in_force(position))
+    if source is None:
+        return NEW_ASSOCIATION_FAIRSHARE, None
+    return source.shares[key], source
+
+
+def fairshare_at(ledger: Ledger, conn: Connection, position: int) -> dict[AssocKey, float]:
+    """The values the snapshot in force at `position` ranked ({} before the first one)."""
+    snapshot = Snapshots(ledger, conn).in_force(position)
+    return {} if snapshot is None else dict(snapshot.shares)
 
 
 def materialize(ledger: Ledger, conn: Connection, moment: Moment) -> Connection:
@@ -120,12 +196,14 @@ def materialize(ledger: Ledger, conn: Connection, moment: Moment) -> Connection:
         state,
         moment.asked,
         max_position=moment.position,
-        periods_current=_periods_current(ledger, state),
+        periods_current=periods_current(ledger, state),
     )
-    shares = fairshare_at(ledger, conn, moment.position)
+    # Each association's value in force: inactive ones keep the last value a walk gave them.
+    snapshots = Snapshots(ledger, conn)
+    shares = {key: fairshare_value(snapshots, key, moment.position)[0] for key in usage}
     memory.executemany(
         "UPDATE association_table SET job_usage = ?, fairshare = ? WHERE username = ? AND bank = ?",
-        [(value.usage, shares.get(key, 0.5), key[0], key[1]) for key, value in usage.items()],
+        [(value.usage, shares[key], key[0], key[1]) for key, value in usage.items()],
     )
     memory.executemany(
         "UPDATE bank_table SET job_usage = ? WHERE bank = ?",

@@ -159,3 +159,18 @@ def test_answer_for_t_never_changes_when_events_come_later(
             ledger_store.run("delete-user", "alice", "A", now=when, expect=None)
     after = {c: ledger_store.run(*c.split(), "--as-of", asked, now=None).stdout for c in before}
     assert after == before
+
+
+def test_inactive_association_keeps_its_last_value_as_of(ledger_store: Store) -> None:
+    """Design §4: inactive associations keep their last fair-share; as-of agrees with the
+    live read model about it."""
+    history(ledger_store)
+    ledger_store.run("delete-user", "bob", "B", now=T0 + 550)
+    ledger_store.run("update-fshare", now=T0 + 560)
+    live = {
+        r["username"]: r["fairshare"]
+        for r in json.loads(ledger_store.run("list-users", "--json", now=T0 + 600).stdout)
+    }
+    then = users(ledger_store, T0 + 590)
+    assert then["bob"][1] == live["bob"] == users(ledger_store, T0 + 540)["bob"][1]
+    assert {name: value[1] for name, value in then.items()} == live

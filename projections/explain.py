@@ -1,0 +1,287 @@
+"""explain-job: the priority a recorded job had at its submission time, factor by factor, and
+the usage behind the fair-share it was given (design §4, "Priority" and "As-of").
+
+The moment is the job's t_submit: the site state at the last event at or before it gives the
+association, the queue's and the bank's priority and the factor weights; the fair-share is the
+snapshot in force then (the latest FairshareUpdated at or before that log position), recomputed
+from the jobs recorded up to the snapshot's own position. Events recorded later change nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ledger.app import Ledger
+from ledger.clock import iso
+from ledger.errors import InvalidValue, NotFound
+from ledger.priority import (
+    URGENCY_DEFAULT,
+    PriorityBreakdown,
+    PriorityWeights,
+    job_priority,
+    queue_factor,
+)
+from ledger.site_usage import AssociationResolver, AssocKey, usage_params
+from ledger.state import SiteState
+from ledger.storage import Connection
+from ledger.usage import bin_count, period_of, period_start
+from projections.as_of import Moment, Snapshot, Snapshots, fairshare_value, moment_at, site_state_at
+
+TOP_JOBS = 5
+
+
+@dataclass(frozen=True)
+class RecordedJob:
+    cluster: str
+    id: int
+    userid: int | None
+    username: str | None
+    bank: str | None
+    queue: str | None
+    t_submit: float
+    t_inactive: float
+    urgency: int | None
+    charge: float
+
+
+@dataclass(frozen=True)
+class Bin:
+    """One period's raw total in the usage: `decayed` = `total` · `decay` (= D^age)."""
+
+    age: int
+    period: int
+    start: float
+    total: float
+    decay: float
+    decayed: float
+
+
+@dataclass(frozen=True)
+class Contribution:
+    """One job's part in the usage: `weight` = `charge` · `decay` (= D^age of its period)."""
+
+    cluster: str
+    id: int
+    period: int
+    t_inactive: float
+    charge: float
+    decay: float
+    weight: float
+
+
+@dataclass(frozen=True)
+class UsageBehind:
+    """The association's usage at a snapshot: its B+1 bins and the jobs that weigh most."""
+
+    at: float
+    position: int
+    job_usage: float
+    decay_factor: float
+    half_life: float
+    bins: list[Bin]
+    top_jobs: list[Contribution]
+    contributing_jobs: int
+
+
+@dataclass(frozen=True)
+class Explanation:
+    job: RecordedJob
+    association: AssocKey
+    active: bool  # the association at submission time
+    submitted: Moment  # the log position of t_submit
+    snapshot: Moment | None  # the FairshareUpdated in force then (None: before any)
+    source: Moment | None  # the snapshot that computed the value (an inactive one kept it)
+    fairshare: float
+    rank: int | None
+    ranked: int | None  # N at the source snapshot
+    queue_priority: int
+    queue_known: bool
+    bank_priority: float
+    urgency: int
+    weights: PriorityWeights
+    breakdown: PriorityBreakdown
+    usage: UsageBehind | None
+
+
+def find_job(conn: Connection, job_id: int, cluster: str | None, shown: str) -> RecordedJob:
+    """The recorded job with this id (on `cluster`, or on the only cluster that has it)."""
+    sql = (
+        "SELECT cluster, id, userid, username, bank, queue, t_submit, t_inactive, urgency, "
+        "charge FROM jobs WHERE id = ?"
+    )
+    params: list[Any] = [str(job_id)]
+    if cluster is not None:
+        sql += " AND cluster = ?"
+        params.append(cluster)
+    rows = conn.query(sql + " ORDER BY cluster", params)
+    where = f" on cluster {cluster}" if cluster is not None else ""
+    if not rows:
+        raise NotFound(f"job {shown} not found{where}")
+    if len(rows) > 1:
+        clusters = ", ".join(r["cluster"] for r in rows)
+        raise InvalidValue(f"job {shown} is recorded on clusters {clusters}: give --cluster")
+    r = rows[0]
+    return RecordedJob(
+        cluster=r["cluster"],
+        id=int(r["id"]),
+        userid=None if r["userid"] is None else int(r["userid"]),
+        username=r["username"],
+        bank=r["bank"],
+        queue=r["queue"],
+        t_submit=float(r["t_submit"]),
+        t_inactive=float(r["t_inactive"]),
+        urgency=None if r["urgency"] is None else int(r["urgency"]),
+        charge=float(r["charge"]),
+    )
+
+
+def explain_job(
+    ledger: Ledger,
+    conn: Connection,
+    job_id: int,
+    cluster: str | None = None,
+    shown: str | None = None,
+    top: int = TOP_JOBS,
+) -> Explanation:
+    """Why the job got the priority it had when it was submitted. `shown`: the ID as the
+    user wrote it, for messages."""
+    shown = shown or str(job_id)
+    job = find_job(conn, job_id, cluster, shown)
+    try:
+        submitted = moment_at(conn, job.t_submit)
+    except InvalidValue as err:
+        raise InvalidValue(f"job {shown} was submitted before the ledger existed: {err}") from None
+    state = site_state_at(ledger, submitted.site_version)
+    key = _association_of(job, state, shown)
+    snapshots = Snapshots(ledger, conn)
+    in_force = snapshots.in_force(submitted.position)
+    fairshare, source = fairshare_value(snapshots, key, submitted.position)
+    queue_priorities = {name: q.priority for name, q in state.queues.items()}
+    queue_priority = queue_factor(job.queue, queue_priorities)
+    bank_priority = float(state.banks[key[1]].priority)
+    urgency = URGENCY_DEFAULT if job.urgency is None else job.urgency
+    weights = weights_of(state)
+    assoc = state.association(*key)
+    assert assoc is not None  # the resolver found it
+    return Explanation(
+        job=job,
+        association=key,
+        active=assoc.active,
+        submitted=submitted,
+        snapshot=in_force.marker if in_force is not None else None,
+        source=source.marker if source is not None else None,
+        fairshare=fairshare,
+        rank=source.rank(key) if source is not None else None,
+        ranked=source.ranked if source is not None else None,
+        queue_priority=queue_priority,
+        queue_known=job.queue is not None and job.queue in queue_priorities,
+        bank_priority=bank_priority,
+        urgency=urgency,
+        weights=weights,
+        breakdown=job_priority(fairshare, queue_priority, bank_priority, urgency, weights),
+        usage=usage_behind(conn, source, key, top) if source is not None else None,
+    )
+
+
+def weights_of(state: SiteState) -> PriorityWeights:
+    names = ("fairshare", "queue", "bank", "urgency")
+    return PriorityWeights(**{n: int(state.factors[n]) for n in names if n in state.factors})
+
+
+def _association_of(job: RecordedJob, state: SiteState, shown: str) -> AssocKey:
+    key = AssociationResolver(state).resolve(job.userid, job.username, job.bank)
+    if key is not None:
+        return key
+    when = iso(job.t_submit)
+    who = job.username or f"userid {job.userid}"
+    if job.username is None and not any(a.userid == job.userid for a in state.all_associations()):
+        reason = f"no user had userid {job.userid}"
+    elif job.username is None:
+        reason = f"userid {job.userid} did not name exactly one user with that bank"
+    elif job.username not in state.associations:
+        reason = f"user {job.username} did not exist yet"
+    elif job.bank is None:
+        reason = f"user {job.username} had no default bank"
+    else:
+        reason = f"user {job.username} had no association in bank {job.bank}"
+    bank = job.bank or "default bank"
+    raise NotFound(
+        f"job {shown}: association of {who} ({bank}) unknown at its submission ({when}): {reason}"
+    )
+
+
+def usage_behind(conn: Connection, snapshot: Snapshot, key: AssocKey, top: int) -> UsageBehind:
+    """The association's bins at the snapshot and the jobs that weigh most in its usage: the
+    jobs recorded up to the snapshot's position, in the periods that counted then."""
+    state = snapshot.state
+    params = usage_params(state)
+    current = period_of(snapshot.marker.event_time, params)
+    first = current - bin_count(params)
+    usage = snapshot.usage[key]
+    bins = [
+        Bin(
+            age=age,
+            period=current - age,
+            start=period_start(current - age, params),
+            total=total,
+            decay=params.decay_factor**age,
+            decayed=total * params.decay_factor**age,
+        )
+        for age, total in enumerate(usage.bins)
+    ]
+    jobs = contributions(conn, snapshot, key, first, current)
+    return UsageBehind(
+        at=snapshot.marker.event_time,
+        position=snapshot.marker.position,
+        job_usage=usage.usage,
+        decay_factor=params.decay_factor,
+        half_life=params.half_life,
+        bins=bins,
+        top_jobs=jobs[:top],
+        contributing_jobs=len(jobs),
+    )
+
+
+def contributions(
+    conn: Connection, snapshot: Snapshot, key: AssocKey, first: int, current: int
+) -> list[Contribution]:
+    """Every job counted in the association's usage at the snapshot, heaviest first.
+
+    The same jobs usage_at summed: recorded by the snapshot's position, ending in a period of
+    the window, resolved to this association with the state of then, and not cleared
+    (clear-usage drops the jobs that ended at or before the association's cutoff)."""
+    state = snapshot.state
+    params = usage_params(state)
+    assoc = state.association(*key)
+    assert assoc is not None
+    rows = conn.query(
+        "SELECT cluster, id, userid, username, bank, t_inactive, charge FROM jobs "
+        "WHERE position <= ? AND t_inactive >= ? AND t_inactive < ? "
+        "AND (username = ? OR (username IS NULL AND userid = ?))",
+        (
+            snapshot.marker.position,
+            period_start(first, params),
+            period_start(current + 1, params),
+            key[0],
+            assoc.userid,
+        ),
+    )
+    resolver = AssociationResolver(state)
+    out = []
+    for r in rows:
+        t_inactive = float(r["t_inactive"])
+        period = period_of(t_inactive, params)
+        if not first <= period <= current or t_inactive <= assoc.ignore_older_than:
+            continue
+        if resolver.resolve(r["userid"], r["username"], r["bank"]) != key:
+            continue
+        decay = params.decay_factor ** (current - period)
+        charge = float(r["charge"])
+        out.append(
+            Contribution(
+                r["cluster"], int(r["id"]), period, t_inactive, charge, decay, charge * decay
+            )
+        )
+    out.sort(key=lambda c: (-c.weight, c.cluster, c.id))
+    return out

@@ -1,0 +1,80 @@
+"""Fair-share snapshots recomputed exactly as they were taken, and an association's history
+across them (`report fairshare-history`, `explain-job`).
+
+A snapshot is a FairshareUpdated marker: the site state at the marker's Site version, usage at
+the marker's time from the jobs recorded up to its log position, and the weighted walk over
+them. The snapshot machinery lives in projections.as_of (as-of reads use it too); this module
+walks an association's history across the snapshots.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ledger.site_usage import AssocKey
+from ledger.storage import Connection
+from projections.as_of import (
+    Moment,
+    Snapshots,
+    fairshare_value,
+)
+
+
+def markers_between(conn: Connection, start: float | None, end: float | None) -> list[Moment]:
+    """Every FairshareUpdated recorded at a time in [start, end], in log order."""
+    clauses = ["kind = 'fairshare'"]
+    params: list[float] = []
+    if start is not None:
+        clauses.append("at >= ?")
+        params.append(start)
+    if end is not None:
+        clauses.append("at <= ?")
+        params.append(end)
+    rows = conn.query(
+        "SELECT position, at, site_version FROM log_index WHERE "
+        + " AND ".join(clauses)
+        + " ORDER BY position",
+        params,
+    )
+    return [
+        Moment(float(r["at"]), int(r["position"]), float(r["at"]), int(r["site_version"]))
+        for r in rows
+    ]
+
+
+@dataclass(frozen=True)
+class HistoryRow:
+    """The association at one snapshot: its usage then and the fair-share in force after it."""
+
+    at: float
+    position: int
+    job_usage: float
+    fairshare: float
+    rank: int | None  # None: the walk left it out (inactive), it kept an earlier value
+    ranked: int  # N
+    active: bool
+
+
+def fairshare_history(
+    snapshots: Snapshots, key: AssocKey, start: float | None, end: float | None
+) -> list[HistoryRow]:
+    """The association at every snapshot in [start, end] at which it existed."""
+    rows = []
+    for marker in markers_between(snapshots.conn, start, end):
+        snapshot = snapshots.at(marker)
+        assoc = snapshot.state.association(*key)
+        if assoc is None:
+            continue
+        value, _source = fairshare_value(snapshots, key, marker.position)
+        rows.append(
+            HistoryRow(
+                at=marker.event_time,
+                position=marker.position,
+                job_usage=snapshot.usage[key].usage,
+                fairshare=value,
+                rank=snapshot.rank(key),
+                ranked=snapshot.ranked,
+                active=assoc.active,
+            )
+        )
+    return rows
