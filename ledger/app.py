@@ -75,6 +75,23 @@ class Ledger(Application):
         env = dict(store.eventsourcing_env(), CREATE_TABLE="y" if create_tables else "n")
         super().__init__(env=env)
 
+    def _take_snapshots(self, processing_event: Any) -> None:
+        """At most one snapshot per aggregate and save, at the newest interval it reaches.
+
+        The library takes one at every multiple of the interval, each a copy of the whole site
+        state rebuilt by replay: an import saves thousands of Site events at once, and its
+        intermediate versions share one time, so no read ever asks for them."""
+        newest: dict[Any, int] = {}
+        for event in processing_event.events:
+            aggregate = processing_event.aggregates.get(event.originator_id)
+            if aggregate is None:
+                continue
+            interval = self.snapshotting_intervals.get(type(aggregate))
+            if interval and event.originator_version % interval == 0:
+                newest[event.originator_id] = event.originator_version
+        for aggregate_id, version in newest.items():
+            self.take_snapshot(aggregate_id, version=version)
+
     def register_transcodings(self, transcoder: JSONTranscoder) -> None:
         super().register_transcodings(transcoder)
         transcoder.register(SiteStateAsDict())

@@ -11,6 +11,7 @@ from functools import singledispatch
 from typing import Any
 
 from ledger import events as ev
+from ledger import import_events as iev
 from ledger.state import Association, Bank, Project, Queue, SiteState
 
 
@@ -148,12 +149,14 @@ def _(event: ev.BankRemoved, state: SiteState) -> Touched:
 @_fold.register
 def _(event: ev.AssociationAdded, state: SiteState) -> Touched:
     at = _when(event)
+    # An association brought over from another system (import, pop-db) keeps the creation
+    # and modification times it had there; its event's source carries them.
     state.associations.setdefault(event.username, {})[event.bank] = Association(
         username=event.username,
         bank=event.bank,
         userid=event.userid,
-        creation_time=at,
-        mod_time=at,
+        creation_time=float(event.source.get("creation_time", at)),
+        mod_time=float(event.source.get("mod_time", at)),
         **event.fields,
     )
     _set_default_bank(state, event.username, event.default_bank)
@@ -259,4 +262,16 @@ def _(event: ev.UsageUpdated, state: SiteState) -> Touched:
 def _(event: ev.FairshareUpdated, state: SiteState) -> Touched:
     state.last_fairshare_update = _when(event)
     state.last_usage_update = _when(event)
+    return Touched()
+
+
+@_fold.register
+def _(event: iev.UsageBalanceImported, state: SiteState) -> Touched:
+    # The balance lives in the usage read models (period totals), not in the site state.
+    return Touched()
+
+
+@_fold.register
+def _(event: iev.SiteImported, state: SiteState) -> Touched:
+    state.imports[event.sha256] = {"file": event.file, "at": _when(event)}
     return Touched()

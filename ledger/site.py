@@ -18,6 +18,7 @@ from uuid import NAMESPACE_URL, uuid5
 from eventsourcing.domain import Aggregate
 
 from ledger import events as ev
+from ledger import import_events as iev
 from ledger.durations import format_seconds, parse_duration
 from ledger.errors import AlreadyExists, InvalidValue, NotFound
 from ledger.reducers import fold
@@ -81,8 +82,15 @@ class Site(Aggregate):
 
     # --- banks -----------------------------------------------------------------------------------
     def add_bank(
-        self, stamp: Stamp, bank: str, shares: int, parent_bank: str, priority: float | None
+        self,
+        stamp: Stamp,
+        bank: str,
+        shares: int,
+        parent_bank: str,
+        priority: float | None,
+        bank_id: int | None = None,
     ) -> None:
+        """`bank_id` keeps an imported bank's id (default: the next free one)."""
         s = self.state
         _check_name("bank", bank)
         _check_shares(shares)
@@ -105,13 +113,15 @@ class Site(Aggregate):
             changes = _diff(existing, wanted)
             self.trigger_event(ev.BankReactivated, bank=bank, changes=changes, **stamp.kwargs())
             return
+        if bank_id is not None:
+            _check_id("bank_id", bank_id, {b.bank_id: b.bank for b in s.banks.values()})
         self.trigger_event(
             ev.BankAdded,
             bank=bank,
             parent_bank=parent_bank,
             shares=shares,
             priority=float(priority or 0.0),
-            bank_id=s.next_bank_id,
+            bank_id=s.next_bank_id if bank_id is None else bank_id,
             **stamp.kwargs(),
         )
 
@@ -201,9 +211,11 @@ class Site(Aggregate):
         userid: int | None,
         given: dict[str, Any],
         os_userid: int | None = None,
+        active: bool = True,
     ) -> None:
         """`userid` if given, else the user's existing one, else the OS's (`os_userid`), else
-        65534 (flux-accounting's column default)."""
+        65534 (flux-accounting's column default). `active=False` brings over an association
+        that was inactive where it comes from (an import), in one event."""
         s = self.state
         _check_name("username", username)
         target = s.banks.get(bank)
@@ -216,7 +228,7 @@ class Site(Aggregate):
                 f"associations cannot be added to the same parent bank as a sub-bank: {bank}"
             )
         existing = s.association(username, bank)
-        if existing is not None and existing.active:
+        if existing is not None and (existing.active or not active):
             raise AlreadyExists(f"user {username} already exists in bank {bank}")
         fields = self._association_fields(given, base=existing)
         others = s.associations.get(username, {})
@@ -247,6 +259,8 @@ class Site(Aggregate):
                 **stamp.kwargs(),
             )
             return
+        if not active:
+            fields["active"] = False
         self.trigger_event(
             ev.AssociationAdded,
             username=username,
@@ -450,14 +464,21 @@ class Site(Aggregate):
         self.trigger_event(ev.QueueRemoved, queue=queue, **stamp.kwargs())
         return sorted(users)
 
-    def add_project(self, stamp: Stamp, project: str) -> None:
+    def add_project(self, stamp: Stamp, project: str, project_id: int | None = None) -> None:
+        """`project_id` keeps an imported project's id (default: the next free one)."""
         _check_name("project", project)
         if project in self.state.projects:
             raise AlreadyExists(f"project {project} already exists in project_table")
+        if project_id is not None:
+            _check_id(
+                "project_id",
+                project_id,
+                {p.project_id: p.project for p in self.state.projects.values()},
+            )
         self.trigger_event(
             ev.ProjectAdded,
             project=project,
-            project_id=self.state.next_project_id,
+            project_id=self.state.next_project_id if project_id is None else project_id,
             **stamp.kwargs(),
         )
 
@@ -519,6 +540,47 @@ class Site(Aggregate):
             **stamp.kwargs(),
         )
 
+    def import_usage_balance(
+        self, stamp: Stamp, entries: list[list[Any]], shown: list[list[Any]]
+    ) -> None:
+        """An opening balance (ledger.import_events.UsageBalanceImported): usage another
+        system had accumulated, as raw charges at given times, and the values it showed."""
+        for username, bank, *_rest in [*entries, *shown]:
+            if self.state.association(username, bank) is None:
+                raise NotFound(f"user {username} not found in bank {bank}")
+        for _username, _bank, at, charge in entries:
+            if not (isinstance(at, int | float) and isinstance(charge, int | float)):
+                raise InvalidValue(f"invalid usage balance entry: at {at!r}, charge {charge!r}")
+            if charge < 0:
+                raise InvalidValue(f"invalid usage balance charge: {charge} (must be >= 0)")
+        if entries or shown:
+            self.trigger_event(
+                iev.UsageBalanceImported, entries=entries, shown=shown, **stamp.kwargs()
+            )
+
+    def mark_imported(
+        self,
+        stamp: Stamp,
+        file: str,
+        sha256: str,
+        schema: str,
+        counts: dict[str, int],
+        fixes: list[str],
+        notes: list[str],
+    ) -> None:
+        if sha256 in self.state.imports:
+            raise AlreadyExists(f"{file} was already imported (sha256 {sha256[:12]})")
+        self.trigger_event(
+            iev.SiteImported,
+            file=file,
+            sha256=sha256,
+            schema=schema,
+            counts=counts,
+            fixes=fixes,
+            notes=notes,
+            **stamp.kwargs(),
+        )
+
     def mark_usage_updated(self, stamp: Stamp) -> None:
         self.trigger_event(ev.UsageUpdated, **stamp.kwargs())
 
@@ -540,6 +602,13 @@ def _check_shares(shares: int) -> None:
 def _check_non_negative(name: str, value: int) -> None:
     if value < 0:
         raise InvalidValue(f"invalid {name}: {value} (must be >= 0, or -1 to reset)")
+
+
+def _check_id(name: str, value: int, taken: dict[int, str]) -> None:
+    if value < 1:
+        raise InvalidValue(f"invalid {name}: {value} (must be >= 1)")
+    if value in taken:
+        raise AlreadyExists(f"{name} {value} is already used by {taken[value]}")
 
 
 def _diff(obj: Any, wanted: dict[str, Any]) -> dict[str, list[Any]]:

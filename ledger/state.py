@@ -117,6 +117,8 @@ class SiteState:
     next_project_id: int = 1
     last_usage_update: float | None = None
     last_fairshare_update: float | None = None
+    # Sites imported from flux-accounting: sha256 of the source -> {"file", "at"}.
+    imports: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     # --- lookups -------------------------------------------------------------------------------
     def root_bank(self) -> Bank | None:
@@ -172,4 +174,5 @@ def state_from_dict(data: dict[str, Any]) -> SiteState:
     state.config = dict(data["config"])
     state.factors = dict(data["factors"])
     state.default_banks = dict(data["default_banks"])
+    state.imports = dict(data.get("imports", {}))
     return state

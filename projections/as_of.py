@@ -171,9 +171,38 @@ def fairshare_value(
 
 
 def fairshare_at(ledger: Ledger, conn: Connection, position: int) -> dict[AssocKey, float]:
-    """The values the snapshot in force at `position` ranked ({} before the first one)."""
+    """The values the snapshot in force at `position` ranked ({} before the first one), with
+    the stored values of an opening balance imported since it."""
     snapshot = Snapshots(ledger, conn).in_force(position)
-    return {} if snapshot is None else dict(snapshot.shares)
+    shares = {} if snapshot is None else dict(snapshot.shares)
+    after = snapshot.marker.position if snapshot is not None else 0
+    shares.update(
+        {
+            key: value
+            for key, (balance, value) in imported_fairshare(ledger, conn, position).items()
+            if balance > after
+        }
+    )
+    return shares
+
+
+def imported_fairshare(
+    ledger: Ledger, conn: Connection, position: int
+) -> dict[AssocKey, tuple[int, float]]:
+    """The fair-share values opening balances (UsageBalanceImported) brought over up to
+    `position`: key -> (the balance's position, the value the source had stored). Such a value
+    is in force from its balance until the next update-fshare ranks the association."""
+    out: dict[AssocKey, tuple[int, float]] = {}
+    rows = conn.query(
+        "SELECT position FROM log_index WHERE kind = 'balance' AND position <= ? ORDER BY position",
+        (position,),
+    )
+    for row in rows:
+        (notification,) = ledger.recorder.select_notifications(start=int(row["position"]), limit=1)
+        event: Any = ledger.mapper.to_domain_event(notification)
+        for username, bank, _usage, fairshare in event.shown:
+            out[(username, bank)] = (int(row["position"]), float(fairshare))
+    return out
 
 
 def materialize(ledger: Ledger, conn: Connection, moment: Moment) -> Connection:
@@ -198,9 +227,19 @@ def materialize(ledger: Ledger, conn: Connection, moment: Moment) -> Connection:
         max_position=moment.position,
         periods_current=periods_current(ledger, state),
     )
-    # Each association's value in force: inactive ones keep the last value a walk gave them.
+    # Each association's value in force: inactive ones keep the last value a walk gave them,
+    # or the value an opening balance brought over (in force until a walk ranks them).
     snapshots = Snapshots(ledger, conn)
-    shares = {key: fairshare_value(snapshots, key, moment.position)[0] for key in usage}
+    in_force = snapshots.in_force(moment.position)
+    ranked_at = in_force.marker.position if in_force is not None else 0
+    imported = imported_fairshare(ledger, conn, moment.position)
+    shares = {}
+    for key in usage:
+        value, source = fairshare_value(snapshots, key, moment.position)
+        brought = imported.get(key)
+        if brought is not None and (brought[0] > ranked_at or source is None):
+            value = brought[1]
+        shares[key] = value
     memory.executemany(
         "UPDATE association_table SET job_usage = ?, fairshare = ? WHERE username = ? AND bank = ?",
         [(value.usage, shares[key], key[0], key[1]) for key, value in usage.items()],

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ledger import events as ev
+from ledger import import_events as iev
 from ledger.app import Ledger
 from ledger.joblog import JobLog
 from ledger.reducers import Touched, fold
@@ -76,6 +77,8 @@ def log_kind(event: Any) -> str:
         return "fairshare"
     if isinstance(event, ev.UsageUpdated):
         return "usage"
+    if isinstance(event, iev.UsageBalanceImported):
+        return "balance"  # stored fair-share values in force until the next update-fshare
     if isinstance(event, JobLog.JobsRecorded | JobLog.Opened):
         return "jobs"
     return "site"
@@ -110,6 +113,11 @@ class _Folder:
         self.touched.update(fold(self.state, event))
         if isinstance(event, ev.ConfigChanged) and event.key in REBIN_KEYS:
             usage_tables.rebin(self.conn, self.state)
+        elif isinstance(event, iev.UsageBalanceImported):
+            self.flush()
+            at = event.timestamp.timestamp()
+            usage_tables.insert_balance(self.conn, self.state, event.entries, position)
+            usage_tables.show_balance(self.conn, self.state, event.shown, at)
         elif isinstance(event, ev.UsageCleared):
             self.flush()
             usage_tables.clear_association_values(self.conn, self.state, event.associations)

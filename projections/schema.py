@@ -4,7 +4,7 @@ Only portable SQL (SQLite >= 3.24 and PostgreSQL): the same statements run on bo
 Bump READ_MODEL_VERSION when a table changes: opening a ledger then rebuilds the read models.
 """
 
-READ_MODEL_VERSION = 2
+READ_MODEL_VERSION = 3
 
 TABLES: dict[str, str] = {
     "projection_tracking": """

@@ -1,7 +1,14 @@
 """The jobs, per-period charge totals, usage bins and fair-share columns of the read model.
 
 Charges are summed as integers of 1e-5 (the charge's own rounding), so totals are exact and
-never depend on the order jobs arrived in."""
+never depend on the order jobs arrived in.
+
+An opening balance (UsageBalanceImported: usage a flux-accounting site had accumulated) counts
+like jobs do: each entry is a raw charge at a time, kept in `usage_balance` and added to the
+period totals of the period holding that time, so decay, clear-usage, a half-life change and
+as-of queries treat it exactly as they treat jobs. A job imported with the site whose charge
+that balance already holds (`in_balance`) is recorded with charge_units 0: it never counts
+twice."""
 
 from __future__ import annotations
 
@@ -46,6 +53,7 @@ TABLES: dict[str, str] = {
             period BIGINT NOT NULL,
             position BIGINT NOT NULL,
             extra TEXT,
+            in_balance INTEGER NOT NULL DEFAULT 0,
             PRIMARY KEY (cluster, id)
         )""",
     "period_totals": """
@@ -66,6 +74,18 @@ TABLES: dict[str, str] = {
             bins TEXT NOT NULL,
             PRIMARY KEY (username, bank)
         )""",
+    # Opening balances: one row per entry of a UsageBalanceImported event.
+    "usage_balance": """
+        CREATE TABLE IF NOT EXISTS usage_balance (
+            position BIGINT NOT NULL,
+            entry BIGINT NOT NULL,
+            username TEXT NOT NULL,
+            bank TEXT NOT NULL,
+            at DOUBLE PRECISION NOT NULL,
+            period BIGINT NOT NULL,
+            charge_units BIGINT NOT NULL,
+            PRIMARY KEY (position, entry)
+        )""",
 }
 INDEXES = [
     "CREATE INDEX IF NOT EXISTS jobs_position_idx ON jobs (position)",
@@ -77,8 +97,8 @@ INDEXES = [
 _INSERT_JOB = """
     INSERT INTO jobs (cluster, id, userid, username, bank, queue, project, t_submit, t_run,
                       t_inactive, nnodes, ncores, ngpus, urgency, charge, charge_units, period,
-                      position, extra)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                      position, extra, in_balance)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
     ON CONFLICT (cluster, id) DO NOTHING"""
 
 # Only rows this event inserted carry its position: a job already present (which the ingest's
@@ -119,10 +139,11 @@ def insert_jobs(
             r["ngpus"],
             r.get("urgency"),
             r["charge"],
-            charge_units(r["charge"]),
+            0 if r.get("in_balance") else charge_units(r["charge"]),
             period_of(r["t_inactive"], params),
             position,
             json.dumps(r["extra"]) if r.get("extra") else None,
+            1 if r.get("in_balance") else 0,
         )
         for r in records
     ]
@@ -145,6 +166,63 @@ def rebin(conn: Connection, state: SiteState) -> None:
                SUM(charge_units), COUNT(*)
         FROM jobs WHERE position >= 0
         GROUP BY COALESCE(userid, -1), COALESCE(username, ''), COALESCE(bank, ''), period""")
+    balance = conn.query("SELECT position, entry, at FROM usage_balance")
+    conn.executemany(
+        "UPDATE usage_balance SET period = ? WHERE position = ? AND entry = ?",
+        [(period_of(r["at"], params), r["position"], r["entry"]) for r in balance],
+    )
+    conn.execute(_ADD_BALANCE_TOTALS.format(where=""))
+
+
+# Balance entries count under userid -1: an entry names its association (username, bank).
+_ADD_BALANCE_TOTALS = """
+    INSERT INTO period_totals (userid, username, bank, period, charge_units, njobs)
+    SELECT -1, username, bank, period, SUM(charge_units), 0
+    FROM usage_balance{where}
+    GROUP BY username, bank, period
+    ON CONFLICT (userid, username, bank, period) DO UPDATE SET
+        charge_units = period_totals.charge_units + excluded.charge_units"""
+
+
+def insert_balance(
+    conn: Connection, state: SiteState, entries: list[list[Any]], position: int
+) -> None:
+    """An opening balance's entries, counted in the period holding each entry's time."""
+    params = usage_params(state)
+    conn.executemany(
+        "INSERT INTO usage_balance VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [
+            (position, n, username, bank, float(at), period_of(float(at), params), charge_units(c))
+            for n, (username, bank, at, c) in enumerate(entries)
+        ],
+    )
+    conn.execute(_ADD_BALANCE_TOTALS.format(where=" WHERE position = ?"), (position,))
+
+
+def show_balance(conn: Connection, state: SiteState, shown: list[list[Any]], at: float) -> None:
+    """The values an opening balance's source showed: job_usage and fairshare of its
+    associations (until the next update-usage / update-fshare recomputes them), their banks'
+    usage, and the usage bins as our periods hold them now."""
+    current = {
+        (r["username"], r["bank"]): float(r["job_usage"])
+        for r in conn.query("SELECT username, bank, job_usage FROM association_table")
+    }
+    conn.executemany(
+        "UPDATE association_table SET job_usage = ?, fairshare = ? WHERE username = ? AND bank = ?",
+        [(float(u), float(f), name, bank) for name, bank, u, f in shown],
+    )
+    current.update({(name, bank): float(u) for name, bank, u, _f in shown})
+    usage = {
+        (a.username, a.bank): AssociationUsage(
+            usage=current.get((a.username, a.bank), 0.0), bins=[]
+        )
+        for a in state.all_associations()
+    }
+    conn.executemany(
+        "UPDATE bank_table SET job_usage = ? WHERE bank = ?",
+        [(value, name) for name, value in bank_usage(state, usage).items()],
+    )
+    _write_bins(conn, usage_at(conn, state, at), at)
 
 
 def _as_totals(rows: list[dict[str, Any]]) -> list[PeriodTotal]:
@@ -166,6 +244,11 @@ _GROUPED_JOBS = (
     "WHERE period >= ? AND period <= ?{filters} "
     "GROUP BY COALESCE(userid, -1), COALESCE(username, ''), COALESCE(bank, ''), period"
 )
+# The same, over opening-balance entries: their time `at` plays the part of t_inactive.
+_BALANCE_AS_JOBS = (
+    "(SELECT -1 AS userid, username, bank, period, at AS t_inactive, charge_units, position "
+    "FROM usage_balance) AS balance"
+)
 
 
 def _job_totals(
@@ -177,7 +260,26 @@ def _job_totals(
     ended_by: float | None,
     periods_current: bool,
 ) -> list[PeriodTotal]:
-    """Per-period totals straight from the jobs (for as-of and clear-usage cutoffs)."""
+    """Per-period totals straight from the jobs and opening balances (for as-of and
+    clear-usage cutoffs)."""
+    return [
+        *_counted_totals(conn, "jobs", state, first, last, max_position, ended_by, periods_current),
+        *_counted_totals(
+            conn, _BALANCE_AS_JOBS, state, first, last, max_position, ended_by, periods_current
+        ),
+    ]
+
+
+def _counted_totals(
+    conn: Connection,
+    table: str,
+    state: SiteState,
+    first: int,
+    last: int,
+    max_position: int | None,
+    ended_by: float | None,
+    periods_current: bool,
+) -> list[PeriodTotal]:
     filters = ""
     params: list[float] = []
     if max_position is not None:
@@ -187,14 +289,14 @@ def _job_totals(
         filters += " AND t_inactive <= ?"
         params.append(ended_by)
     if periods_current:
-        sql = _GROUPED_JOBS.format(filters=filters)
+        sql = _GROUPED_JOBS.replace("FROM jobs", f"FROM {table}").format(filters=filters)
         return _as_totals(conn.query(sql, [first, last, *params]))
     # The half-life in force then differs from today's, so jobs.period (cut with today's) does
     # not apply: cut the periods again from t_inactive.
     usage = usage_params(state)
     rows = conn.query(
         "SELECT COALESCE(userid, -1) AS userid, COALESCE(username, '') AS username, "
-        "COALESCE(bank, '') AS bank, t_inactive, charge_units FROM jobs "
+        f"COALESCE(bank, '') AS bank, t_inactive, charge_units FROM {table} "
         f"WHERE t_inactive >= ? AND t_inactive < ?{filters}",
         [period_start(first, usage), period_start(last + 1, usage), *params],
     )
@@ -266,6 +368,12 @@ def write_usage(conn: Connection, state: SiteState, at: float, fairshare: bool) 
         "UPDATE bank_table SET job_usage = ? WHERE bank = ?",
         [(value, name) for name, value in banks.items()],
     )
+    _write_bins(conn, usage, at)
+
+
+def _write_bins(
+    conn: Connection, usage: dict[tuple[str, str], AssociationUsage], at: float
+) -> None:
     stored = {
         (r["username"], r["bank"]): r["bins"]
         for r in conn.query("SELECT username, bank, bins FROM job_usage_bins")
