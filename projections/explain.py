@@ -257,8 +257,8 @@ def contributions(
     assert assoc is not None
     rows = conn.query(
         "SELECT cluster, id, userid, username, bank, t_inactive, charge FROM jobs "
-        "WHERE position <= ? AND t_inactive >= ? AND t_inactive < ? "
-        "AND (username = ? OR (username IS NULL AND userid = ?))",
+        "WHERE position <= ? AND t_inactive >= ? AND t_inactive < ? AND in_balance = 0 "
+        "AND (username = ? OR (username IS NULL AND userid = ?))",  # balance-held jobs: 0
         (
             snapshot.marker.position,
             period_start(first, params),
