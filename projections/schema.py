@@ -4,6 +4,15 @@ Only portable SQL (SQLite >= 3.24 and PostgreSQL): the same statements run on bo
 Bump READ_MODEL_VERSION when a table changes: opening a ledger then rebuilds the read models.
 """
 
+from ledger.flux_tables import (
+    ASSOCIATION_COLUMNS,
+    BANK_COLUMNS,
+    CONFIG_COLUMNS,
+    FACTOR_COLUMNS,
+    PROJECT_COLUMNS,
+    QUEUE_COLUMNS,
+)
+
 READ_MODEL_VERSION = 3
 
 TABLES: dict[str, str] = {
@@ -94,51 +103,16 @@ INDEXES: list[str] = [
     "CREATE INDEX IF NOT EXISTS log_index_at_idx ON log_index (at)",
 ]
 
-# Column orders as flux-accounting's tables have them (its `--fields`, `-o` and JSON keys).
-BANK_COLUMNS = [
-    "bank_id",
-    "bank",
-    "active",
-    "parent_bank",
-    "shares",
-    "job_usage",
-    "priority",
-    "ignore_older_than",
+# Column orders as flux-accounting's tables have them (its `--fields`, `-o` and JSON keys):
+# one definition, shared with the importer and export-db.
+__all__ = [
+    "ASSOCIATION_COLUMNS",
+    "BANK_COLUMNS",
+    "CONFIG_COLUMNS",
+    "FACTOR_COLUMNS",
+    "INDEXES",
+    "PROJECT_COLUMNS",
+    "QUEUE_COLUMNS",
+    "READ_MODEL_VERSION",
+    "TABLES",
 ]
-ASSOCIATION_COLUMNS = [
-    "creation_time",
-    "mod_time",
-    "active",
-    "username",
-    "userid",
-    "bank",
-    "default_bank",
-    "shares",
-    "job_usage",
-    "fairshare",
-    "max_running_jobs",
-    "max_active_jobs",
-    "max_nodes",
-    "max_cores",
-    "queues",
-    "projects",
-    "default_project",
-    "max_sched_jobs",
-]
-QUEUE_COLUMNS = [
-    "queue",
-    "min_nodes_per_job",
-    "max_nodes_per_job",
-    "max_time_per_job",
-    "priority",
-    "max_running_jobs",
-    "max_nodes_per_assoc",
-    "max_sched_jobs",
-    "max_sched_nodes_per_assoc",
-    "max_sched_cores_per_assoc",
-    "max_nodes",
-    "max_cores",
-]
-PROJECT_COLUMNS = ["project_id", "project", "usage"]
-FACTOR_COLUMNS = ["factor", "weight"]
-CONFIG_COLUMNS = ["key", "value"]
