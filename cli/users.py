@@ -14,17 +14,6 @@ from projections import queries
 from projections.schema import ASSOCIATION_COLUMNS
 
 BIN_COLUMNS = ["username", "bank", "job_usage", "bins"]
-FIELD_OPTIONS = (
-    "shares",
-    "max_running_jobs",
-    "max_active_jobs",
-    "max_nodes",
-    "max_cores",
-    "queues",
-    "projects",
-    "default_project",
-    "max_sched_jobs",
-)
 
 
 def _os_userid(username: str) -> int | None:

@@ -95,16 +95,7 @@ class Connection:
         self.config = config
         self.raw: Any
         if config.is_postgres:
-            import psycopg
-
-            self.raw = psycopg.connect(
-                host=config.host,
-                port=config.port,
-                user=config.user,
-                password=config.password or None,
-                dbname=config.dbname,
-                autocommit=True,
-            )
+            self.raw = postgres_admin_connect(config)
             self.raw.execute(f'SET search_path TO "{config.schema}"')
         else:
             self.raw = sqlite3.connect(config.path, timeout=30, isolation_level=None)
