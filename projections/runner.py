@@ -6,6 +6,7 @@ apply each event once (the second waits for the first's lock, then sees the new 
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 from ledger import events as ev
@@ -62,6 +63,17 @@ def _tracked(conn: Connection, name: str, lock: bool = False) -> int:
     suffix = " FOR UPDATE" if lock and conn.config.is_postgres else ""
     rows = conn.query(f"SELECT position FROM projection_tracking WHERE name = ?{suffix}", (name,))
     return int(rows[0]["position"])
+
+
+_FOLDED: weakref.WeakKeyDictionary[Ledger, tuple[int, SiteState]] = weakref.WeakKeyDictionary()
+
+
+def _folded_state(ledger: Ledger, version: int) -> SiteState:
+    """The site state at `version`: the one this process folded last, if it is that one."""
+    cached = _FOLDED.get(ledger)
+    if cached is not None and cached[0] == version:
+        return cached[1]
+    return _site_state(ledger, version)
 
 
 def _site_state(ledger: Ledger, version: int) -> SiteState:
@@ -141,7 +153,8 @@ def catch_up(ledger: Ledger, conn: Connection) -> int:
         if head <= position:
             return 0
         site_version = _tracked(conn, SITE_VERSION)
-        folder = _Folder(conn, _site_state(ledger, site_version), site_version)
+        folder = _Folder(conn, _folded_state(ledger, site_version), site_version)
+        _FOLDED.pop(ledger, None)  # folding mutates it: cached again only on success
         applied = 0
         start = position
         while page := ledger.recorder.select_notifications(
@@ -159,7 +172,10 @@ def catch_up(ledger: Ledger, conn: Connection) -> int:
             "UPDATE projection_tracking SET position = ? WHERE name = ?",
             (folder.site_version, SITE_VERSION),
         )
-        return applied
+    # Kept for this process's next catch-up (an ingest catches up once per chunk): loading a
+    # 10k-association site from its snapshot costs more than the chunk's jobs.
+    _FOLDED[ledger] = (folder.site_version, folder.state)
+    return applied
 
 
 def prepare(conn: Connection, ledger: Ledger) -> None:
