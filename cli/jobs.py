@@ -193,12 +193,14 @@ def _record_spool(
     ledger = s.ledger
     resolver = AssociationResolver(state)
     counts = {"recorded": 0, "duplicate": 0, "unmatched": 0}
-    seen: set[tuple[str, str]] = set()
     show_progress = sys.stderr.isatty() and total_lines > CHUNK_LINES
     with Progress(disable=not show_progress, transient=True) as progress:
         task = progress.add_task("ingesting", total=total_lines)
         for chunk in _chunks(_json_lines(spool), RECORD_LINES):
+            # Repeats within a chunk are dropped here; a repeat of an earlier chunk's job is
+            # already recorded, so record_jobs counts it as a duplicate: no input-wide set.
             records = []
+            seen: set[tuple[str, str]] = set()
             for line in chunk:
                 record = json.loads(line)
                 key = (record["cluster"], record["id"])
