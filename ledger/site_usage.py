@@ -38,6 +38,16 @@ class AssociationResolver:
         self.user_of_uid = {
             uid: next(iter(names)) for uid, names in owners.items() if len(names) == 1
         }
+        self._resolved: dict[tuple[int | None, str | None, str | None], AssocKey | None] = {}
+
+    def resolve_cached(
+        self, userid: int | None, username: str | None, bank: str | None
+    ) -> AssocKey | None:
+        """resolve(), once per job identity: a site's totals repeat each identity per period."""
+        identity = (userid, username, bank)
+        if identity not in self._resolved:
+            self._resolved[identity] = self.resolve(userid, username, bank)
+        return self._resolved[identity]
 
     def resolve(
         self, userid: int | None, username: str | None, bank: str | None
@@ -90,12 +100,12 @@ def association_usage(
     resolver = AssociationResolver(state)
     per_assoc: dict[AssocKey, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
     for total in totals:
-        key = resolver.resolve(total.userid, total.username, total.bank)
+        key = resolver.resolve_cached(total.userid, total.username, total.bank)
         if key is not None:
             per_assoc[key][total.period].append(total.charge)
     for cutoff, dropped in (cleared or {}).items():
         for total in dropped:
-            key = resolver.resolve(total.userid, total.username, total.bank)
+            key = resolver.resolve_cached(total.userid, total.username, total.bank)
             if key is None:
                 continue
             assoc = state.association(*key)
