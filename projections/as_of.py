@@ -118,6 +118,7 @@ class Snapshots:
     ledger: Ledger
     conn: Connection
     _cache: dict[int, Snapshot] = field(default_factory=dict)
+    _markers: dict[int, Moment | None] = field(default_factory=dict)
 
     def at(self, marker: Moment) -> Snapshot:
         cached = self._cache.get(marker.position)
@@ -137,7 +138,9 @@ class Snapshots:
 
     def in_force(self, position: int) -> Snapshot | None:
         """The snapshot in force at `position` (None before the first update-fshare)."""
-        marker = fairshare_marker(self.conn, position)
+        if position not in self._markers:  # asked once per association by as-of reads
+            self._markers[position] = fairshare_marker(self.conn, position)
+        marker = self._markers[position]
         return None if marker is None else self.at(marker)
 
     def value_source(self, key: AssocKey, snapshot: Snapshot | None) -> Snapshot | None:

@@ -13,7 +13,7 @@ from ledger.flux_tables import (
     QUEUE_COLUMNS,
 )
 
-READ_MODEL_VERSION = 3
+READ_MODEL_VERSION = 4
 
 TABLES: dict[str, str] = {
     "projection_tracking": """
@@ -101,6 +101,7 @@ INDEXES: list[str] = [
     "CREATE INDEX IF NOT EXISTS association_bank_idx ON association_table (bank)",
     "CREATE INDEX IF NOT EXISTS bank_parent_idx ON bank_table (parent_bank)",
     "CREATE INDEX IF NOT EXISTS log_index_at_idx ON log_index (at)",
+    "CREATE INDEX IF NOT EXISTS log_index_kind_idx ON log_index (kind, position)",
 ]
 
 # Column orders as flux-accounting's tables have them (its `--fields`, `-o` and JSON keys):
