@@ -1,0 +1,758 @@
+"""The fairledger benchmark: one command, one table.
+
+    .venv/bin/python -m bench.run [--quick] [--jobs N] [--associations A]
+                                  [--stores sqlite,postgres] [--pg-url URL] [--profile DIR]
+
+For each store it builds a site (create-db, then the bank tree and the associations through the
+Python API), ingests N generated jobs ending over 8 weeks with the real CLI in a subprocess, runs
+update-usage + update-fshare (cold, after the full load), ingests 10,000 more jobs and updates
+again, then rebuilds the read models. Every CLI step is timed by wall clock and its peak RSS
+taken (/usr/bin/time -f %M, else the child's own rusage from os.wait4). A step whose processes
+use no CPU for --stall-seconds is killed and reported as hung. The table goes to stdout and to
+bench/results/latest.txt. Exit status: 0 all targets met, 1 a target missed, 2 a step failed.
+
+PostgreSQL: the ledger lives in a fresh schema bench_<random>, dropped afterwards (--keep keeps
+it). --pg-db-functions runs the CLI with POSTGRES_ENABLE_DB_FUNCTIONS=y, so eventsourcing inserts
+events through its SQL function instead of a psycopg pipeline (a diagnostic: that path does not
+take the table lock that orders concurrent writers, so it is not a production setting).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import os
+import platform
+import random
+import re
+import secrets
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from bench.generate import EPOCH, WEEK, SiteSpec, build_site, site_spec, write_jobs
+from ledger.app import Ledger
+from ledger.storage import Connection, parse_store_url
+from projections import runner
+
+RESULTS = Path(__file__).resolve().parent / "results"
+DEFAULT_PG_URL = os.environ.get("BENCH_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
+WEEKS = 8
+EXTRA_JOBS = 10_000
+MIB = 1024 * 1024
+
+# Targets (design §6 and the benchmark brief).
+INGEST_TARGET = {"sqlite": 100_000.0, "postgres": 50_000.0}
+UPDATE_COLD_TARGET = 5.0
+UPDATE_WARM_TARGET = 0.5
+REBUILD_TARGET = 60.0
+AS_OF_TARGET = 2.0  # seconds, issue 5
+RSS_TARGET_MIB = 1024.0
+
+STORE_TITLES = {"sqlite": "SQLite", "postgres": "PostgreSQL"}
+
+log_console = Console(stderr=True)
+
+
+def log(message: str) -> None:
+    log_console.print(f"[dim]{datetime.now().strftime('%H:%M:%S')}[/dim] {message}")
+
+
+# --- running the CLI ---------------------------------------------------------------------------
+
+
+@dataclass
+class Step:
+    name: str
+    wall: float
+    rss_kib: int | None
+    stdout: str
+    stderr: str
+
+    @property
+    def rss_mib(self) -> float | None:
+        return None if self.rss_kib is None else self.rss_kib / 1024
+
+
+class CliFailed(RuntimeError):
+    short = "failed"
+
+
+class CliHung(CliFailed):
+    short = "HUNG"
+
+
+def _fairledger_command() -> list[str]:
+    script = Path(sys.executable).parent / "fairledger"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "cli.main"]
+
+
+class PgActivity:
+    """What the PostgreSQL backends of one CLI run are doing, found by application_name (the
+    CLI's libpq connections take it from PGAPPNAME). A backend "active" and not waiting for the
+    client is the server working for us; "active" but waiting in ClientRead is a client that
+    stopped sending mid-message."""
+
+    def __init__(self, url: str, app_name: str) -> None:
+        self.url = url.split("?")[0]
+        self.app_name = app_name
+        self._conn: Any = None
+
+    def _rows(self) -> list[tuple[Any, ...]]:
+        import psycopg
+
+        if self._conn is None:
+            self._conn = psycopg.connect(self.url, autocommit=True)
+        return list(
+            self._conn.execute(
+                "SELECT pid, state, wait_event_type, wait_event, "
+                "round(extract(epoch FROM now() - query_start)::numeric, 1), "
+                "left(regexp_replace(query, '\\s+', ' ', 'g'), 90) "
+                "FROM pg_stat_activity WHERE application_name = %s",
+                (self.app_name,),
+            ).fetchall()
+        )
+
+    def busy(self) -> bool:
+        try:
+            return any(r[1] == "active" and r[3] != "ClientRead" for r in self._rows())
+        except Exception:  # noqa: BLE001 - the watchdog must not die
+            return False
+
+    def describe(self) -> str:
+        try:
+            rows = self._rows()
+        except Exception as err:  # noqa: BLE001
+            return f"(pg_stat_activity unavailable: {err})"
+        return "; ".join(
+            f"backend {pid} {state} wait={etype}/{event} for {secs}s: {query}"
+            for pid, state, etype, event, secs, query in rows
+            if state != "idle"
+        )
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+
+class Cli:
+    """Runs `fairledger --db URL --now T ...` in a subprocess: wall time and peak RSS."""
+
+    def __init__(
+        self,
+        url: str,
+        label: str,
+        profile_dir: Path | None = None,
+        stall_seconds: float = 120.0,
+        extra_env: dict[str, str] | None = None,
+        profiler: str = "cprofile",
+        server: PgActivity | None = None,
+    ) -> None:
+        self.url = url
+        self.server = server
+        self.label = label
+        self.profile_dir = profile_dir
+        self.profiler = profiler
+        self.stall_seconds = stall_seconds
+        self.time_bin = shutil.which("time", path="/usr/bin:/bin")
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith("FAIRLEDGER_")}
+        self.env.update(extra_env or {})
+        if server is not None:
+            self.env["PGAPPNAME"] = server.app_name
+
+    def _argv(self, name: str, args: list[str], now: float | None) -> list[str]:
+        if self.profile_dir is not None and self.profiler == "pyinstrument":
+            out = self.profile_dir / f"{self.label}-{name}.txt"
+            base = [sys.executable, "-m", "pyinstrument", "-r", "text", "--no-color"]
+            base += ["-o", str(out), "-m", "cli.main"]
+        elif self.profile_dir is not None:
+            out = self.profile_dir / f"{self.label}-{name}.prof"
+            base = [sys.executable, "-m", "cProfile", "-o", str(out), "-m", "cli.main"]
+        else:
+            base = _fairledger_command()
+        argv = [*base, "--db", self.url]
+        if now is not None:
+            argv += ["--now", f"{now:.3f}"]
+        return argv + args
+
+    def run(self, name: str, args: list[str], now: float | None) -> Step:
+        argv = self._argv(name, args, now)
+        with tempfile.TemporaryDirectory(prefix="fairledger-bench-") as tmp:
+            out_path, err_path, rss_path = Path(tmp, "out"), Path(tmp, "err"), Path(tmp, "rss")
+            with open(out_path, "wb") as out, open(err_path, "wb") as err:
+                timed = argv
+                if self.time_bin:
+                    timed = [self.time_bin, "-f", "%M", "-o", str(rss_path), *argv]
+                started = time.perf_counter()
+                popen = subprocess.Popen(
+                    timed, stdout=out, stderr=err, env=self.env, start_new_session=True
+                )
+                usage, stalled = self._wait(popen)
+                wall = time.perf_counter() - started
+            rss = _read_time_rss(rss_path) if self.time_bin else int(usage.ru_maxrss)
+            stdout = out_path.read_text(errors="replace")
+            stderr = err_path.read_text(errors="replace")
+        if stalled is not None:
+            raise CliHung(
+                f"{name}: hung: client and server idle for {self.stall_seconds:.0f} s, killed "
+                f"after {wall:.0f} s" + (f"; {stalled}" if stalled else "")
+            )
+        if popen.returncode != 0:
+            raise CliFailed(
+                f"{' '.join(argv)} exited {popen.returncode}\n"
+                f"stdout: {stdout.strip()}\nstderr: {stderr.strip()}"
+            )
+        return Step(name, wall, rss, stdout, stderr)
+
+    def _wait(self, popen: subprocess.Popen[bytes]) -> tuple[Any, str | None]:
+        """Wait for the child (os.wait4: its own rusage) while a watchdog thread kills it if
+        its process tree uses no CPU, and no PostgreSQL backend works for it, for
+        `stall_seconds`. Returns the rusage and, if killed, what the server showed."""
+        done = threading.Event()
+        stalled: list[str] = []
+
+        # A client blocked on a socket still wakes up now and then (psycopg polls every
+        # 100 ms, the pool has worker threads): "stalled" is under 1% of a CPU for the window.
+        ticks_per_second = os.sysconf("SC_CLK_TCK")
+        allowed = 0.01 * self.stall_seconds * ticks_per_second
+
+        def watch() -> None:
+            samples: deque[tuple[float, float]] = deque()
+            server_work = 0.0  # a busy backend counts as progress
+            while not done.wait(1.0):
+                if self.server is not None and self.server.busy():
+                    server_work += allowed + 1
+                now, cpu = time.monotonic(), _tree_cpu_ticks(popen.pid) + server_work
+                samples.append((now, cpu))
+                while len(samples) > 1 and now - samples[1][0] >= self.stall_seconds:
+                    samples.popleft()
+                first_at, first_cpu = samples[0]
+                if now - first_at >= self.stall_seconds and cpu - first_cpu <= allowed:
+                    stalled.append(self.server.describe() if self.server is not None else "")
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(popen.pid, signal.SIGKILL)
+                    return
+
+        watchdog = threading.Thread(target=watch, daemon=True)
+        watchdog.start()
+        try:
+            _pid, status, usage = os.wait4(popen.pid, 0)
+        finally:
+            done.set()
+            watchdog.join()
+        popen.returncode = os.waitstatus_to_exitcode(status)
+        if self.server is not None:
+            self.server.close()
+        return usage, (stalled[0] if stalled else None)
+
+
+def _tree_cpu_ticks(pid: int) -> int:
+    """utime + stime of a process and its descendants (Linux /proc)."""
+    total, todo = 0, [pid]
+    while todo:
+        current = todo.pop()
+        try:
+            fields = Path(f"/proc/{current}/stat").read_text().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+            for task in Path(f"/proc/{current}/task").iterdir():
+                todo.extend(int(c) for c in (task / "children").read_text().split())
+        except (OSError, IndexError, ValueError):
+            continue
+    return total
+
+
+def _read_time_rss(path: Path) -> int | None:
+    try:
+        lines = path.read_text().strip().splitlines()
+    except OSError:
+        return None
+    for line in reversed(lines):  # "Command terminated by signal 9" may come first
+        if line.strip().isdigit():
+            return int(line.strip())
+    return None
+
+
+# --- measures ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Cell:
+    text: str
+    ok: bool | None = None  # None: no target
+
+    def render(self) -> str:
+        mark = "" if self.ok is None else (" [green]✓[/green]" if self.ok else " [red]✗[/red]")
+        return self.text + mark
+
+
+@dataclass
+class StoreResult:
+    store: str
+    cells: dict[str, Cell] = field(default_factory=dict)
+    steps: list[Step] = field(default_factory=list)
+    error: str | None = None
+    current: str = ""  # the measure being taken (marked failed if a step fails)
+
+    def add(self, key: str, text: str, ok: bool | None = None) -> None:
+        self.cells[key] = Cell(text, ok)
+
+
+def _secs(value: float) -> str:
+    return f"{value:.2f} s" if value < 100 else f"{value:.0f} s"
+
+
+def _mib(step: Step) -> tuple[str, bool | None]:
+    if step.rss_mib is None:
+        return "n/a", None
+    return f"{step.rss_mib:,.0f} MiB", step.rss_mib <= RSS_TARGET_MIB
+
+
+_COUNTS = re.compile(r"recorded (\d+), duplicate (\d+), unmatched (\d+)")
+
+
+def _ingest_counts(step: Step, expected: int) -> tuple[int, int]:
+    match = _COUNTS.search(step.stdout)
+    if match is None:
+        raise CliFailed(f"unexpected ingest output: {step.stdout!r}")
+    recorded, _duplicate, unmatched = (int(g) for g in match.groups())
+    if recorded != expected:
+        raise CliFailed(f"ingest recorded {recorded} of {expected} jobs: {step.stdout.strip()}")
+    return recorded, unmatched
+
+
+def _usage_snapshot(url: str) -> dict[tuple[str, str], tuple[float, float]]:
+    conn = Connection(parse_store_url(url))
+    try:
+        rows = conn.query("SELECT username, bank, job_usage, fairshare FROM association_table")
+    finally:
+        conn.close()
+    return {(r["username"], r["bank"]): (r["job_usage"], r["fairshare"]) for r in rows}
+
+
+def _count_jobs(url: str) -> int:
+    conn = Connection(parse_store_url(url))
+    try:
+        return int(conn.query("SELECT COUNT(*) AS n FROM jobs")[0]["n"])
+    finally:
+        conn.close()
+
+
+@dataclass
+class Data:
+    spec: SiteSpec
+    jobs_path: str
+    extra_path: str
+    n_jobs: int
+    n_extra: int
+
+
+def measure_store(result: StoreResult, url: str, data: Data, cli: Cli) -> None:
+    title = STORE_TITLES[result.store]
+    t_full = EPOCH + WEEKS * WEEK  # the full load is ingested, then updated, at this time
+    t_more = t_full + 3600.0  # the extra jobs end in the hour after it
+
+    # 1. Site set-up: create-db (CLI), then banks and associations through the Python API.
+    log(f"{title}: create-db")
+    result.current = "create-db"
+    step = cli.run("create-db", ["create-db"], now=EPOCH)
+    result.steps.append(step)
+    result.add("create-db", _secs(step.wall))
+    log(f"{title}: {len(data.spec.banks)} banks + {len(data.spec.associations):,} associations")
+    result.current = "setup"
+    started = time.perf_counter()
+    store_config = parse_store_url(url)
+    ledger = Ledger.open(store_config, now=EPOCH, actor="bench")
+    conn = Connection(store_config)
+    try:
+        transactions = build_site(ledger, data.spec)
+        runner.prepare(conn, ledger)
+        runner.catch_up(ledger, conn)
+    finally:
+        conn.close()
+        ledger.close()
+    setup = time.perf_counter() - started
+    result.add("setup", f"{_secs(setup)} ({transactions} transactions)")
+
+    # 2. Ingest the full load.
+    log(f"{title}: ingest {data.n_jobs:,} jobs")
+    result.current = "ingest-rate"
+    step = cli.run("ingest", ["ingest", data.jobs_path], now=t_full)
+    result.steps.append(step)
+    recorded, unmatched = _ingest_counts(step, data.n_jobs)
+    rate = recorded / step.wall
+    result.add("ingest-time", f"{_secs(step.wall)} ({unmatched} unmatched)")
+    result.add("ingest-rate", f"{rate:,.0f} jobs/s", rate >= INGEST_TARGET[result.store])
+    result.add("rss-ingest", *_mib(step))
+    log(f"{title}: {rate:,.0f} jobs/s ({step.wall:.1f} s)")
+
+    # 3. update-usage + update-fshare, cold after the full load...
+    log(f"{title}: update-usage + update-fshare after the full load")
+    result.current = "update-cold"
+    usage = cli.run("update-usage-cold", ["update-usage"], now=t_full)
+    fshare = cli.run("update-fshare-cold", ["update-fshare"], now=t_full)
+    result.steps += [usage, fshare]
+    total = usage.wall + fshare.wall
+    result.add(
+        "update-cold",
+        f"{_secs(total)} ({usage.wall:.2f} + {fshare.wall:.2f})",
+        total <= UPDATE_COLD_TARGET,
+    )
+    rss = max(usage, fshare, key=lambda s: s.rss_kib or 0)
+    result.add("rss-update", *_mib(rss))
+
+    # ... then after the extra jobs.
+    log(f"{title}: ingest {data.n_extra:,} more jobs, update again")
+    result.current = "ingest-more"
+    step = cli.run("ingest-more", ["ingest", data.extra_path], now=t_more)
+    result.steps.append(step)
+    recorded, _unmatched = _ingest_counts(step, data.n_extra)
+    result.add("ingest-more", f"{_secs(step.wall)} ({recorded / step.wall:,.0f} jobs/s)")
+    result.current = "update-warm"
+    usage = cli.run("update-usage-warm", ["update-usage"], now=t_more)
+    fshare = cli.run("update-fshare-warm", ["update-fshare"], now=t_more)
+    result.steps += [usage, fshare]
+    total = usage.wall + fshare.wall
+    result.add(
+        "update-warm",
+        f"{_secs(total)} ({usage.wall:.2f} + {fshare.wall:.2f})",
+        total <= UPDATE_WARM_TARGET,
+    )
+
+    # 4. Full rebuild; it must reproduce the read models it replaced.
+    before = _usage_snapshot(url)
+    log(f"{title}: rebuild")
+    result.current = "rebuild"
+    step = cli.run("rebuild", ["rebuild"], now=t_more)
+    result.steps.append(step)
+    result.add("rebuild", _secs(step.wall), step.wall <= REBUILD_TARGET)
+    result.add("rss-rebuild", *_mib(step))
+    result.current = "rebuild-same"
+    after = _usage_snapshot(url)
+    jobs = _count_jobs(url)
+    same = before == after and jobs == data.n_jobs + data.n_extra
+    result.add(
+        "rebuild-same",
+        f"{len(after):,} associations, {jobs:,} jobs" + ("" if same else " DIFFER"),
+        same,
+    )
+
+    # 5. Time travel: the tree at a past moment with the full load recorded and the cold
+    # fair-share snapshot in force (so usage and the snapshot are both recomputed from jobs).
+    asked = t_full + random.Random(result.store).uniform(1.0, 3599.0)
+    log(f"{title}: view-bank root -t --as-of {asked:.0f}")
+    result.current = "as-of"
+    step = cli.run("as-of", ["view-bank", "root", "-t", "--as-of", f"{asked:.3f}"], now=t_more)
+    result.steps.append(step)
+    result.add("as-of", _secs(step.wall), step.wall <= AS_OF_TARGET)
+    result.current = ""
+
+
+# --- stores ------------------------------------------------------------------------------------
+
+
+def _with_schema(base: str, schema: str) -> str:
+    return f"{base}{'&' if '?' in base else '?'}schema={schema}"
+
+
+def _drop_schema(base: str, schema: str) -> None:
+    import psycopg
+
+    with psycopg.connect(base.split("?")[0], autocommit=True) as conn:
+        # A killed (hung) client's backend may still hold locks in the schema for a moment.
+        conn.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE pid <> pg_backend_pid() AND position(%s in query) > 0",
+            (f'"{schema}"',),
+        )
+        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+def _server_versions(pg_url: str, stores: list[str]) -> str:
+    parts = [f"SQLite {sqlite3.sqlite_version}"]
+    if "postgres" in stores:
+        try:
+            import psycopg
+
+            with psycopg.connect(pg_url.split("?")[0]) as conn:
+                row = conn.execute("SHOW server_version").fetchone()
+                parts.append(f"PostgreSQL {row[0] if row else '?'}")
+        except Exception as err:  # noqa: BLE001 - only a label
+            parts.append(f"PostgreSQL unreachable ({type(err).__name__})")
+    return ", ".join(parts)
+
+
+def run_store(
+    store: str, args: argparse.Namespace, data: Data, profile_dir: Path | None
+) -> StoreResult:
+    started = time.perf_counter()
+    result = StoreResult(store)
+    extra_env = {}
+    if store == "sqlite":
+        workdir = tempfile.mkdtemp(prefix="fairledger-bench-sqlite-")
+        url = f"sqlite:///{workdir}/ledger.db"
+    else:
+        schema = f"bench_{secrets.token_hex(4)}"
+        url = _with_schema(args.pg_url, schema)
+        if args.pg_db_functions:
+            extra_env["POSTGRES_ENABLE_DB_FUNCTIONS"] = "y"
+    server = PgActivity(args.pg_url, f"fairledger-{schema}") if store == "postgres" else None
+    cli = Cli(url, store, profile_dir, args.stall_seconds, extra_env, args.profiler, server)
+    try:
+        measure_store(result, url, data, cli)
+    except Exception as err:  # noqa: BLE001 - reported in the table
+        result.error = f"{type(err).__name__}: {err}"
+        short = err.short if isinstance(err, CliFailed) else "error"
+        if result.current:
+            result.add(result.current, short, False)
+        log(f"[red]{STORE_TITLES[store]} failed:[/red] {result.error}")
+    finally:
+        if args.keep:
+            log(f"{STORE_TITLES[store]} ledger kept at {url}")
+        elif store == "sqlite":
+            shutil.rmtree(workdir, ignore_errors=True)
+        else:
+            try:
+                _drop_schema(args.pg_url, schema)
+            except Exception as err:  # noqa: BLE001
+                log(f"[red]could not drop schema {schema}: {err}[/red]")
+    if result.steps:
+        peak = max(result.steps, key=lambda s: s.rss_kib or 0)
+        text, ok = _mib(peak)
+        result.add("rss-peak", f"{text} ({peak.name})", ok)
+    result.add("total", _secs(time.perf_counter() - started))
+    return result
+
+
+# --- the table ---------------------------------------------------------------------------------
+
+
+def rows(n_jobs: int, n_assoc: int, n_extra: int) -> list[tuple[str, str, str]]:
+    """(key, measure, target) in table order."""
+    rss = f"≤ {RSS_TARGET_MIB:,.0f} MiB"
+    return [
+        ("startup", "CLI start-up floor (fairledger --help)", ""),
+        ("create-db", "set-up: create-db (CLI)", ""),
+        ("setup", f"set-up: banks + {n_assoc:,} associations (API + catch-up)", ""),
+        ("ingest-time", f"ingest {n_jobs:,} jobs (CLI wall)", ""),
+        (
+            "ingest-rate",
+            "ingest rate",
+            f"≥ {INGEST_TARGET['sqlite']:,.0f} /s SQLite, ≥ {INGEST_TARGET['postgres']:,.0f} /s PG",
+        ),
+        ("update-cold", "update-usage + update-fshare, full load", f"≤ {UPDATE_COLD_TARGET} s"),
+        ("ingest-more", f"ingest {n_extra:,} more jobs (CLI wall)", ""),
+        (
+            "update-warm",
+            f"update-usage + update-fshare, +{n_extra:,} jobs",
+            f"≤ {UPDATE_WARM_TARGET} s",
+        ),
+        ("rebuild", "rebuild (CLI wall)", f"≤ {REBUILD_TARGET:.0f} s"),
+        ("rebuild-same", "rebuild reproduces usage + fair-share", "identical"),
+        ("as-of", "view-bank root -t --as-of (a past moment)", f"≤ {AS_OF_TARGET:.0f} s"),
+        ("rss-ingest", "peak RSS: ingest", rss),
+        ("rss-update", "peak RSS: update-usage / update-fshare", rss),
+        ("rss-rebuild", "peak RSS: rebuild", rss),
+        ("rss-peak", "peak RSS: any CLI subprocess", rss),
+        ("total", "benchmark wall time for this store", ""),
+    ]
+
+
+def make_table(
+    results: list[StoreResult], n_jobs: int, n_assoc: int, n_extra: int, caption: str
+) -> Table:
+    table = Table(title="fairledger benchmark", caption=caption, caption_justify="left")
+    table.add_column("measure", no_wrap=True)
+    for r in results:
+        table.add_column(STORE_TITLES[r.store], justify="right")
+    table.add_column("target")
+    for key, label, target in rows(n_jobs, n_assoc, n_extra):
+        cells = []
+        for r in results:
+            cell = r.cells.get(key)
+            cells.append(cell.render() if cell else ("—" if r.error else ""))
+        table.add_row(label, *cells, target)
+    return table
+
+
+# --- main --------------------------------------------------------------------------------------
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.run", description="fairledger benchmark (see bench/run.py)"
+    )
+    parser.add_argument("--jobs", type=int, default=None, help="jobs in the full load (1,000,000)")
+    parser.add_argument("--associations", type=int, default=None, help="associations (10,000)")
+    parser.add_argument("--stores", default="sqlite,postgres", help="sqlite,postgres")
+    parser.add_argument(
+        "--quick", action="store_true", help="smoke run: 1,000 associations, 50,000 jobs"
+    )
+    parser.add_argument("--pg-url", default=DEFAULT_PG_URL, help="PostgreSQL database to use")
+    parser.add_argument(
+        "--pg-db-functions",
+        action="store_true",
+        help="PostgreSQL: insert events through eventsourcing's SQL function, not a psycopg "
+        "pipeline (diagnostic; see the module docstring)",
+    )
+    parser.add_argument(
+        "--stall-seconds",
+        type=float,
+        default=120.0,
+        help="kill a CLI step whose processes use no CPU this long (default 120)",
+    )
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="run each CLI step under a profiler, writing DIR/<store>-<step>.prof (cProfile) "
+        "or .txt (pyinstrument); the times are then inflated by the profiler",
+    )
+    parser.add_argument(
+        "--profiler",
+        choices=["cprofile", "pyinstrument"],
+        default="cprofile",
+        help="with --profile: cProfile (stdlib) or pyinstrument (sampling; pip install it "
+        "into the venv)",
+    )
+    parser.add_argument("--keep", action="store_true", help="keep the ledgers after the run")
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args(argv)
+    if args.jobs is None:
+        args.jobs = 50_000 if args.quick else 1_000_000
+    if args.associations is None:
+        args.associations = 1_000 if args.quick else 10_000
+    stores = [s.strip().lower() for s in args.stores.split(",") if s.strip()]
+    stores = ["postgres" if s in ("pg", "postgresql") else s for s in stores]
+    if not stores or any(s not in STORE_TITLES for s in stores):
+        parser.error(f"--stores: use sqlite and/or postgres (got {args.stores!r})")
+    args.stores = stores
+    return args
+
+
+def _code_version() -> str:
+    """The commit measured, and whether the working tree differs from it (read-only git)."""
+    env = dict(os.environ, GIT_OPTIONAL_LOCKS="0")  # never refresh (write) the index
+    root = Path(__file__).resolve().parent.parent
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        changed = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return f"{head}{' + uncommitted changes' if changed else ''}"
+
+
+def _load() -> str:
+    one, five, _fifteen = os.getloadavg()
+    return f"{one:.1f}/{five:.1f}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    command = "python -m bench.run " + " ".join(sys.argv[1:] if argv is None else argv)
+    profile_dir = args.profile.resolve() if args.profile else None
+    if profile_dir:
+        profile_dir.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    load_before = _load()
+    code = _code_version()
+    data_dir = tempfile.mkdtemp(prefix="fairledger-bench-data-")
+    try:
+        log(f"generating {args.associations:,} associations, {args.jobs:,} + {EXTRA_JOBS:,} jobs")
+        t0 = time.perf_counter()
+        spec = site_spec(args.associations, seed=args.seed)
+        jobs_path = os.path.join(data_dir, "jobs.jsonl")
+        extra_path = os.path.join(data_dir, "more-jobs.jsonl")
+        t_full = EPOCH + WEEKS * WEEK
+        size = write_jobs(jobs_path, spec, args.jobs, 1, EPOCH, t_full, seed=args.seed + 1)
+        write_jobs(
+            extra_path,
+            spec,
+            EXTRA_JOBS,
+            args.jobs + 1,
+            t_full,
+            t_full + 3600.0,
+            seed=args.seed + 2,
+        )
+        gen_time = time.perf_counter() - t0
+        log(f"generated in {gen_time:.1f} s ({size / MIB:,.0f} MiB of JSON lines)")
+        data = Data(spec, jobs_path, extra_path, args.jobs, EXTRA_JOBS)
+
+        startup = Cli("sqlite:///unused.db", "startup")
+        floor = min(startup.run("help", ["--help"], now=None).wall for _ in range(3))
+
+        results = []
+        for store in args.stores:
+            result = run_store(store, args, data, profile_dir)
+            result.add("startup", _secs(floor))
+            results.append(result)
+    finally:
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+    caption = [
+        f"{args.associations:,} associations ({spec.top_banks} banks, {spec.leaf_banks} leaf "
+        f"banks), {args.jobs:,} jobs over {WEEKS} weeks ({size / MIB:,.0f} MiB JSON lines).",
+        f"{os.cpu_count()} CPUs, load avg (1/5 min) {load_before} before, {_load()} after; "
+        f"Python {platform.python_version()}, {_server_versions(args.pg_url, args.stores)}.",
+        f"Code: {code} (at start).",
+    ]
+    if args.pg_db_functions and "postgres" in args.stores:
+        caption.append("PostgreSQL with POSTGRES_ENABLE_DB_FUNCTIONS=y (diagnostic).")
+    if profile_dir:
+        caption.append(f"Under {args.profiler} (times inflated); profiles in {profile_dir}.")
+    table = make_table(results, args.jobs, args.associations, EXTRA_JOBS, "\n".join(caption))
+    errors = [f"{STORE_TITLES[r.store]}: {r.error}" for r in results if r.error]
+
+    out = Console(width=None if sys.stdout.isatty() else 150)
+    out.print(table)
+    for line in errors:
+        out.print(f"[red]{line}[/red]")
+
+    buffer = io.StringIO()
+    text = Console(file=buffer, width=150, no_color=True, force_terminal=False)
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    text.print(
+        f"{command}\n{stamp}; data generated in {gen_time:.1f} s; "
+        f"whole run {time.perf_counter() - started:.0f} s"
+    )
+    text.print(table)
+    for line in errors:
+        text.print(line)
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "latest.txt").write_text(buffer.getvalue(), encoding="utf-8")
+    log(f"table written to {RESULTS / 'latest.txt'}")
+    missed = any(c.ok is False for r in results for c in r.cells.values())
+    return 2 if errors else (1 if missed else 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
