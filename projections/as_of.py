@@ -105,9 +105,12 @@ class Snapshot:
         return self.ranked - sum(1 for value in self.shares.values() if value > mine)
 
 
-def periods_current(ledger: Ledger, state: SiteState) -> bool:
-    """jobs.period was cut with today's half-life: is it the one `state` had?"""
-    today = ledger.state().config["priority_decay_half_life"]
+def periods_current(conn: Connection, state: SiteState) -> bool:
+    """jobs.period was cut with today's half-life (the read model's config): is it the one
+    `state` had?"""
+    today = conn.query("SELECT value FROM config_table WHERE key = 'priority_decay_half_life'")[0][
+        "value"
+    ]
     return float(today) == float(state.config["priority_decay_half_life"])
 
 
@@ -130,7 +133,7 @@ class Snapshots:
             state,
             marker.event_time,
             max_position=marker.position,
-            periods_current=periods_current(self.ledger, state),
+            periods_current=periods_current(self.conn, state),
         )
         snapshot = Snapshot(marker, state, usage, site_fairshare(state, usage))
         self._cache[marker.position] = snapshot
@@ -228,7 +231,7 @@ def materialize(ledger: Ledger, conn: Connection, moment: Moment) -> Connection:
         state,
         moment.asked,
         max_position=moment.position,
-        periods_current=periods_current(ledger, state),
+        periods_current=periods_current(conn, state),
     )
     # Each association's value in force: inactive ones keep the last value a walk gave them,
     # or the value an opening balance brought over (in force until a walk ranks them).

@@ -78,16 +78,25 @@ def write_touched(conn: Connection, state: SiteState, touched: Touched) -> None:
             conn.execute("DELETE FROM bank_table WHERE bank = ?", (name,))
         else:
             conn.execute(_UPSERT_BANK, bank_row(bank))
-    for username in sorted(touched.users):
-        banks = state.associations.get(username, {})
-        existing = conn.query("SELECT bank FROM association_table WHERE username = ?", (username,))
-        for row in existing:
-            if row["bank"] not in banks:
-                conn.execute(
-                    "DELETE FROM association_table WHERE username = ? AND bank = ?",
-                    (username, row["bank"]),
-                )
-        conn.executemany(_UPSERT_ASSOCIATION, [association_row(state, a) for a in banks.values()])
+    # Set-wise, not per user: a rebuild or an as-of copy touches every user at once.
+    users = sorted(touched.users)
+    existing: set[tuple[str, str]] = set()
+    for start in range(0, len(users), 500):
+        chunk = users[start : start + 500]
+        rows = conn.query(
+            "SELECT username, bank FROM association_table "
+            f"WHERE username IN ({', '.join('?' * len(chunk))})",
+            chunk,
+        )
+        existing.update((r["username"], r["bank"]) for r in rows)
+    conn.executemany(
+        "DELETE FROM association_table WHERE username = ? AND bank = ?",
+        sorted(key for key in existing if key[1] not in state.associations.get(key[0], {})),
+    )
+    conn.executemany(
+        _UPSERT_ASSOCIATION,
+        [association_row(state, a) for u in users for a in state.associations.get(u, {}).values()],
+    )
     for name in sorted(touched.queues):
         conn.execute("DELETE FROM queue_table WHERE queue = ?", (name,))
         queue = state.queues.get(name)
