@@ -211,6 +211,53 @@ def imported_fairshare(
     return out
 
 
+def _values_in_force(
+    ledger: Ledger, conn: Connection, moment: Moment, keys: list[AssocKey]
+) -> dict[AssocKey, float]:
+    """Each association's fair-share in force at the moment: inactive ones keep the last value
+    a walk gave them, or the value an opening balance brought over (until a walk ranks them)."""
+    snapshots = Snapshots(ledger, conn)
+    in_force = snapshots.in_force(moment.position)
+    ranked_at = in_force.marker.position if in_force is not None else 0
+    imported = imported_fairshare(ledger, conn, moment.position)
+    shares = {}
+    for key in keys:
+        value, source = fairshare_value(snapshots, key, moment.position)
+        brought = imported.get(key)
+        if brought is not None and (brought[0] > ranked_at or source is None):
+            value = brought[1]
+        shares[key] = value
+    return shares
+
+
+def _values_of_latest_snapshot(
+    ledger: Ledger, conn: Connection, moment: Moment, keys: list[AssocKey]
+) -> dict[AssocKey, float] | None:
+    """The same values without recomputing a walk, when the snapshot in force is the newest
+    one: the read model's fairshare column holds exactly its values then. None when that
+    cannot be relied on (a newer snapshot, an import, an association removed or re-created
+    since the moment)."""
+    in_force = fairshare_marker(conn, moment.position)
+    newest = fairshare_marker(conn, 2**62)
+    if in_force is None or newest is None or newest.position != in_force.position:
+        return None
+    if imported_fairshare(ledger, conn, 2**62):
+        return None
+    rows = {
+        (r["username"], r["bank"]): r
+        for r in conn.query(
+            "SELECT username, bank, creation_time, fairshare FROM association_table"
+        )
+    }
+    shares = {}
+    for key in keys:
+        row = rows.get(key)
+        if row is None or int(row["creation_time"]) > moment.event_time:
+            return None
+        shares[key] = float(row["fairshare"])
+    return shares
+
+
 def materialize(ledger: Ledger, conn: Connection, moment: Moment) -> Connection:
     """The read-model tables at `moment`, in a new in-memory database."""
     state = site_state_at(ledger, moment.site_version)
@@ -235,17 +282,9 @@ def materialize(ledger: Ledger, conn: Connection, moment: Moment) -> Connection:
     )
     # Each association's value in force: inactive ones keep the last value a walk gave them,
     # or the value an opening balance brought over (in force until a walk ranks them).
-    snapshots = Snapshots(ledger, conn)
-    in_force = snapshots.in_force(moment.position)
-    ranked_at = in_force.marker.position if in_force is not None else 0
-    imported = imported_fairshare(ledger, conn, moment.position)
-    shares = {}
-    for key in usage:
-        value, source = fairshare_value(snapshots, key, moment.position)
-        brought = imported.get(key)
-        if brought is not None and (brought[0] > ranked_at or source is None):
-            value = brought[1]
-        shares[key] = value
+    shares = _values_of_latest_snapshot(ledger, conn, moment, list(usage))
+    if shares is None:
+        shares = _values_in_force(ledger, conn, moment, list(usage))
     memory.executemany(
         "UPDATE association_table SET job_usage = ?, fairshare = ? WHERE username = ? AND bank = ?",
         [(value.usage, shares[key], key[0], key[1]) for key, value in usage.items()],
