@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import io
 import os
 import platform
@@ -671,6 +672,19 @@ def _code_version() -> str:
     return f"{head}{' + uncommitted changes' if changed else ''}"
 
 
+def _source_digest() -> str:
+    """A digest of the measured code (ledger/, projections/, cli/): if it differs between the
+    start and the end of a run, someone changed the code under it and the figures mix versions."""
+    root = Path(__file__).resolve().parent.parent
+    digest = hashlib.sha256()
+    for package in ("ledger", "projections", "cli"):
+        for path in sorted((root / package).rglob("*.py")):
+            digest.update(str(path.relative_to(root)).encode())
+            with contextlib.suppress(OSError):
+                digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
 def _load() -> str:
     one, five, _fifteen = os.getloadavg()
     return f"{one:.1f}/{five:.1f}"
@@ -684,7 +698,7 @@ def main(argv: list[str] | None = None) -> int:
         profile_dir.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     load_before = _load()
-    code = _code_version()
+    code, digest = _code_version(), _source_digest()
     data_dir = tempfile.mkdtemp(prefix="fairledger-bench-data-")
     try:
         log(f"generating {args.associations:,} associations, {args.jobs:,} + {EXTRA_JOBS:,} jobs")
@@ -723,8 +737,13 @@ def main(argv: list[str] | None = None) -> int:
         f"banks), {args.jobs:,} jobs over {WEEKS} weeks ({size / MIB:,.0f} MiB JSON lines).",
         f"{os.cpu_count()} CPUs, load avg (1/5 min) {load_before} before, {_load()} after; "
         f"Python {platform.python_version()}, {_server_versions(args.pg_url, args.stores)}.",
-        f"Code: {code} (at start).",
+        f"Code: {code}, sources {digest}.",
     ]
+    if _source_digest() != digest:
+        caption.append(
+            f"WARNING: the code changed during the run (sources now {_source_digest()}): "
+            "the figures may mix versions."
+        )
     if args.pg_db_functions and "postgres" in args.stores:
         caption.append("PostgreSQL with POSTGRES_ENABLE_DB_FUNCTIONS=y (diagnostic).")
     if profile_dir:
