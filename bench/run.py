@@ -8,7 +8,8 @@ Python API), ingests N generated jobs ending over 8 weeks with the real CLI in a
 update-usage + update-fshare (cold, after the full load), ingests 10,000 more jobs and updates
 again, then rebuilds the read models. Every CLI step is timed by wall clock and its peak RSS
 taken (/usr/bin/time -f %M, else the child's own rusage from os.wait4). A step whose processes
-use no CPU for --stall-seconds is killed and reported as hung. The table goes to stdout and to
+use no CPU, while no PostgreSQL backend works for it, for --stall-seconds is killed and
+reported as hung (with what pg_stat_activity showed). The table goes to stdout and to
 bench/results/latest.txt. Exit status: 0 all targets met, 1 a target missed, 2 a step failed.
 
 PostgreSQL: the ledger lives in a fresh schema bench_<random>, dropped afterwards (--keep keeps
@@ -614,7 +615,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--stall-seconds",
         type=float,
         default=120.0,
-        help="kill a CLI step whose processes use no CPU this long (default 120)",
+        help="kill a CLI step whose processes use under 1%% of a CPU, with no busy PostgreSQL "
+        "backend, for this long (default 120)",
     )
     parser.add_argument(
         "--profile",
