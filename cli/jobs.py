@@ -291,7 +291,7 @@ def view_job_records(
     fields: str | None,
 ) -> None:
     """List recorded jobs, filtered as flux-accounting's view-job-records does."""
-    from ledger.jobs import format_f58, parse_job_id
+    from ledger.job_ids import format_f58, parse_job_id
 
     job_id = None
     if jobid is not None:

@@ -13,7 +13,7 @@ from cli.params import TIME
 from cli.session import session
 from ledger.clock import iso, to_datetime
 from ledger.errors import InvalidValue, NotFound
-from ledger.jobs import format_f58, parse_job_id
+from ledger.job_ids import format_f58, parse_job_id
 from ledger.priority import URGENCY_EXPEDITE, URGENCY_HOLD
 from projections.as_of import Moment, Snapshots
 from projections.explain import Explanation, UsageBehind, explain_job
