@@ -7,10 +7,11 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from ledger.fairshare import BankNode, UserLeaf, compute_fairshare
 from ledger.state import SiteState
-from ledger.usage import UsageParams, bin_count, decayed_usage, period_of, usage_bins
+from ledger.usage import UsageParams, bin_count, decay_bins, period_of, usage_bins
 
 AssocKey = tuple[str, str]  # (username, bank)
 
@@ -61,9 +62,10 @@ class AssociationResolver:
         return (user, chosen)
 
 
-@dataclass(frozen=True)
-class PeriodTotal:
-    """The charges of one job identity (userid, username, bank as recorded) in one period."""
+class PeriodTotal(NamedTuple):
+    """The charges of one job identity (userid, username, bank as recorded) in one period.
+
+    A named tuple, not a dataclass: a site's usage reads hundreds of thousands of them."""
 
     userid: int | None
     username: str | None
@@ -113,13 +115,10 @@ def association_usage(
                 per_assoc[key][total.period].append(-total.charge)
     out = {}
     for assoc in state.all_associations():
-        periods = {
-            p: math.fsum(v) for p, v in per_assoc.get((assoc.username, assoc.bank), {}).items()
-        }
-        out[(assoc.username, assoc.bank)] = AssociationUsage(
-            usage=decayed_usage(periods, current, params),
-            bins=usage_bins(periods, current, params),
-        )
+        key = (assoc.username, assoc.bank)
+        periods = {p: math.fsum(v) for p, v in per_assoc[key].items()} if key in per_assoc else {}
+        bins = usage_bins(periods, current, params)
+        out[key] = AssociationUsage(usage=decay_bins(bins, params), bins=bins)
     return out
 
 

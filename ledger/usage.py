@@ -111,7 +111,11 @@ def decayed_usage(
     period_charges: Mapping[int, float], current_period: int, params: UsageParams
 ) -> float:
     """usage = R_c + sum_{j=1..B} D**j * R_{c-j}; older periods no longer count."""
-    bins = usage_bins(period_charges, current_period, params)
+    return decay_bins(usage_bins(period_charges, current_period, params), params)
+
+
+def decay_bins(bins: list[float], params: UsageParams) -> float:
+    """The decayed usage of usage_bins()' result."""
     # Each term is one product; fsum adds them correctly rounded, so the result depends on
     # the values only, never on how they were gathered.
     return math.fsum(params.decay_factor**age * total for age, total in enumerate(bins))

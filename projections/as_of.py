@@ -22,7 +22,8 @@ from ledger.site import SITE_ID
 from ledger.site_usage import AssociationUsage, AssocKey, bank_usage, site_fairshare
 from ledger.state import SiteState
 from ledger.storage import Connection, StoreConfig
-from projections import schema, usage_tables
+from projections import checkpoints, schema, usage_tables
+from projections.checkpoints import NEW_ASSOCIATION_FAIRSHARE, Entry
 from projections.site_tables import write_touched
 
 
@@ -79,17 +80,42 @@ def site_state_at(ledger: Ledger, version: int) -> SiteState:
     return site.state  # type: ignore[no-any-return]
 
 
-NEW_ASSOCIATION_FAIRSHARE = 0.5  # design §4: a new association has 0.5 until the next update
-
-
 @dataclass(frozen=True)
-class Snapshot:
-    """One FairshareUpdated marker recomputed: the state, usage and fair-share it saw."""
+class Recomputed:
+    """A snapshot computed again from the events: the state, usage and walk it saw."""
 
-    marker: Moment
     state: SiteState
     usage: dict[AssocKey, AssociationUsage]
     shares: dict[AssocKey, float]
+
+
+def recompute(ledger: Ledger, conn: Connection, marker: Moment) -> Recomputed:
+    """The walk of the FairshareUpdated at `marker` done again from the jobs recorded up to it
+    (what its checkpoint holds; explain-job reads the usage behind it)."""
+    state = site_state_at(ledger, marker.site_version)
+    usage = usage_tables.usage_at(
+        conn,
+        state,
+        marker.event_time,
+        max_position=marker.position,
+        periods_current=periods_current(conn, state),
+    )
+    return Recomputed(state, usage, site_fairshare(state, usage))
+
+
+class Snapshot:
+    """One FairshareUpdated marker: its checkpoint (read at once), and the state and usage it
+    saw (computed again only when asked for)."""
+
+    def __init__(
+        self, ledger: Ledger, conn: Connection, marker: Moment, entries: dict[AssocKey, Entry]
+    ) -> None:
+        self._ledger = ledger
+        self._conn = conn
+        self.marker = marker
+        self.entries = entries
+        self.shares = {key: e.fairshare for key, e in entries.items() if e.ranked}
+        self._recomputed: Recomputed | None = None
 
     @property
     def ranked(self) -> int:
@@ -104,6 +130,19 @@ class Snapshot:
             return None
         return self.ranked - sum(1 for value in self.shares.values() if value > mine)
 
+    def _recompute(self) -> Recomputed:
+        if self._recomputed is None:
+            self._recomputed = recompute(self._ledger, self._conn, self.marker)
+        return self._recomputed
+
+    @property
+    def state(self) -> SiteState:
+        return self._recompute().state
+
+    @property
+    def usage(self) -> dict[AssocKey, AssociationUsage]:
+        return self._recompute().usage
+
 
 def periods_current(conn: Connection, state: SiteState) -> bool:
     """jobs.period was cut with today's half-life (the read model's config): is it the one
@@ -114,9 +153,18 @@ def periods_current(conn: Connection, state: SiteState) -> bool:
     return float(today) == float(state.config["priority_decay_half_life"])
 
 
+def marker_at_position(conn: Connection, position: int) -> Moment:
+    row = conn.query(
+        "SELECT position, at, site_version FROM log_index WHERE position = ?", (position,)
+    )[0]
+    return Moment(
+        float(row["at"]), int(row["position"]), float(row["at"]), int(row["site_version"])
+    )
+
+
 @dataclass
 class Snapshots:
-    """Snapshots recomputed on demand, each at most once per command."""
+    """Snapshots read from their checkpoints, each at most once per command."""
 
     ledger: Ledger
     conn: Connection
@@ -125,19 +173,11 @@ class Snapshots:
 
     def at(self, marker: Moment) -> Snapshot:
         cached = self._cache.get(marker.position)
-        if cached is not None:
-            return cached
-        state = site_state_at(self.ledger, marker.site_version)
-        usage = usage_tables.usage_at(
-            self.conn,
-            state,
-            marker.event_time,
-            max_position=marker.position,
-            periods_current=periods_current(self.conn, state),
-        )
-        snapshot = Snapshot(marker, state, usage, site_fairshare(state, usage))
-        self._cache[marker.position] = snapshot
-        return snapshot
+        if cached is None:
+            entries = checkpoints.read(self.conn, marker.position)
+            cached = Snapshot(self.ledger, self.conn, marker, entries)
+            self._cache[marker.position] = cached
+        return cached
 
     def in_force(self, position: int) -> Snapshot | None:
         """The snapshot in force at `position` (None before the first update-fshare)."""
@@ -146,50 +186,27 @@ class Snapshots:
         marker = self._markers[position]
         return None if marker is None else self.at(marker)
 
-    def value_source(self, key: AssocKey, snapshot: Snapshot | None) -> Snapshot | None:
-        """The snapshot whose walk gave `key` the fair-share it has under `snapshot`.
-
-        Usually `snapshot` itself. An association the walk left out (inactive, or in an
-        inactive bank) keeps its last value (design §4), so look back to the latest earlier
-        snapshot that ranked it; None when there is none, or when the association did not exist
-        at `snapshot` or was re-created since: then it has 0.5, as a new association.
-        """
-        created = None
-        while snapshot is not None:
-            assoc = snapshot.state.association(*key)
-            if assoc is None or created not in (None, assoc.creation_time):
-                return None
-            if key in snapshot.shares:
-                return snapshot
-            created = assoc.creation_time
-            snapshot = self.in_force(snapshot.marker.position - 1)
-        return None
+    def source(self, entry: Entry) -> Snapshot | None:
+        """The snapshot whose walk gave `entry` its value (None: never ranked)."""
+        if entry.source is None:
+            return None
+        cached = self._cache.get(entry.source)
+        return cached or self.at(marker_at_position(self.conn, entry.source))
 
 
 def fairshare_value(
     snapshots: Snapshots, key: AssocKey, position: int
 ) -> tuple[float, Snapshot | None]:
-    """The fair-share of `key` in force at `position` and the snapshot that computed it."""
-    source = snapshots.value_source(key, snapshots.in_force(position))
-    if source is None:
+    """The fair-share of `key` in force at `position` and the snapshot whose walk computed it.
+
+    Usually the snapshot in force. An association the walk left out (inactive, or in an
+    inactive bank) keeps its last value (design §4): then an earlier snapshot's. A new
+    association, or one no walk has ranked, has 0.5 and no snapshot."""
+    in_force = snapshots.in_force(position)
+    entry = in_force.entries.get(key) if in_force is not None else None
+    if entry is None or entry.source is None:
         return NEW_ASSOCIATION_FAIRSHARE, None
-    return source.shares[key], source
-
-
-def fairshare_at(ledger: Ledger, conn: Connection, position: int) -> dict[AssocKey, float]:
-    """The values the snapshot in force at `position` ranked ({} before the first one), with
-    the stored values of an opening balance imported since it."""
-    snapshot = Snapshots(ledger, conn).in_force(position)
-    shares = {} if snapshot is None else dict(snapshot.shares)
-    after = snapshot.marker.position if snapshot is not None else 0
-    shares.update(
-        {
-            key: value
-            for key, (balance, value) in imported_fairshare(ledger, conn, position).items()
-            if balance > after
-        }
-    )
-    return shares
+    return entry.fairshare, snapshots.source(entry)
 
 
 def imported_fairshare(
@@ -216,45 +233,19 @@ def _values_in_force(
 ) -> dict[AssocKey, float]:
     """Each association's fair-share in force at the moment: inactive ones keep the last value
     a walk gave them, or the value an opening balance brought over (until a walk ranks them)."""
-    snapshots = Snapshots(ledger, conn)
-    in_force = snapshots.in_force(moment.position)
-    ranked_at = in_force.marker.position if in_force is not None else 0
+    in_force = fairshare_marker(conn, moment.position)
+    ranked_at = in_force.position if in_force is not None else 0
+    entries = checkpoints.read(conn, ranked_at) if in_force is not None else {}
     imported = imported_fairshare(ledger, conn, moment.position)
     shares = {}
     for key in keys:
-        value, source = fairshare_value(snapshots, key, moment.position)
+        entry = entries.get(key)
+        ranked = entry is not None and entry.source is not None
+        value = entry.fairshare if entry is not None and ranked else NEW_ASSOCIATION_FAIRSHARE
         brought = imported.get(key)
-        if brought is not None and (brought[0] > ranked_at or source is None):
+        if brought is not None and (brought[0] > ranked_at or not ranked):
             value = brought[1]
         shares[key] = value
-    return shares
-
-
-def _values_of_latest_snapshot(
-    ledger: Ledger, conn: Connection, moment: Moment, keys: list[AssocKey]
-) -> dict[AssocKey, float] | None:
-    """The same values without recomputing a walk, when the snapshot in force is the newest
-    one: the read model's fairshare column holds exactly its values then. None when that
-    cannot be relied on (a newer snapshot, an import, an association removed or re-created
-    since the moment)."""
-    in_force = fairshare_marker(conn, moment.position)
-    newest = fairshare_marker(conn, 2**62)
-    if in_force is None or newest is None or newest.position != in_force.position:
-        return None
-    if imported_fairshare(ledger, conn, 2**62):
-        return None
-    rows = {
-        (r["username"], r["bank"]): r
-        for r in conn.query(
-            "SELECT username, bank, creation_time, fairshare FROM association_table"
-        )
-    }
-    shares = {}
-    for key in keys:
-        row = rows.get(key)
-        if row is None or int(row["creation_time"]) > moment.event_time:
-            return None
-        shares[key] = float(row["fairshare"])
     return shares
 
 
@@ -280,11 +271,7 @@ def materialize(ledger: Ledger, conn: Connection, moment: Moment) -> Connection:
         max_position=moment.position,
         periods_current=periods_current(conn, state),
     )
-    # Each association's value in force: inactive ones keep the last value a walk gave them,
-    # or the value an opening balance brought over (in force until a walk ranks them).
-    shares = _values_of_latest_snapshot(ledger, conn, moment, list(usage))
-    if shares is None:
-        shares = _values_in_force(ledger, conn, moment, list(usage))
+    shares = _values_in_force(ledger, conn, moment, list(usage))
     memory.executemany(
         "UPDATE association_table SET job_usage = ?, fairshare = ? WHERE username = ? AND bank = ?",
         [(value.usage, shares[key], key[0], key[1]) for key, value in usage.items()],

@@ -1,10 +1,8 @@
-"""Fair-share snapshots recomputed exactly as they were taken, and an association's history
-across them (`report fairshare-history`, `explain-job`).
+"""An association's fair-share and usage at every snapshot in a range (`report
+fairshare-history`).
 
-A snapshot is a FairshareUpdated marker: the site state at the marker's Site version, usage at
-the marker's time from the jobs recorded up to its log position, and the weighted walk over
-them. The snapshot machinery lives in projections.as_of (as-of reads use it too); this module
-walks an association's history across the snapshots.
+A snapshot is a FairshareUpdated marker; its checkpoint (projections.checkpoints) holds what
+that update-fshare computed for every association, so a year of snapshots is a year of lookups.
 """
 
 from __future__ import annotations
@@ -62,19 +60,19 @@ def fairshare_history(
     rows = []
     for marker in markers_between(snapshots.conn, start, end):
         snapshot = snapshots.at(marker)
-        assoc = snapshot.state.association(*key)
-        if assoc is None:
+        entry = snapshot.entries.get(key)
+        if entry is None:
             continue
         value, _source = fairshare_value(snapshots, key, marker.position)
         rows.append(
             HistoryRow(
                 at=marker.event_time,
                 position=marker.position,
-                job_usage=snapshot.usage[key].usage,
+                job_usage=entry.job_usage,
                 fairshare=value,
                 rank=snapshot.rank(key),
                 ranked=snapshot.ranked,
-                active=assoc.active,
+                active=entry.active,
             )
         )
     return rows

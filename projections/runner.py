@@ -17,7 +17,7 @@ from ledger.reducers import Touched, fold
 from ledger.site import SITE_ID
 from ledger.state import SiteState
 from ledger.storage import Connection
-from projections import schema, usage_tables
+from projections import checkpoints, schema, usage_tables
 from projections.site_tables import write_touched
 
 PAGE_SIZE = 500
@@ -29,7 +29,7 @@ REBIN_KEYS = ("priority_decay_half_life",)
 
 
 def all_tables() -> dict[str, str]:
-    return {**schema.TABLES, **usage_tables.TABLES}
+    return {**schema.TABLES, **usage_tables.TABLES, **checkpoints.TABLES}
 
 
 def create_tables(conn: Connection) -> None:
@@ -39,7 +39,7 @@ def create_tables(conn: Connection) -> None:
             conn.execute("SELECT pg_advisory_xact_lock(7262001)")
         for ddl in all_tables().values():
             conn.execute(ddl)
-        for ddl in schema.INDEXES + usage_tables.INDEXES:
+        for ddl in schema.INDEXES + usage_tables.INDEXES + checkpoints.INDEXES:
             conn.execute(ddl)
         for name in TRACKING_ROWS:
             if not conn.query("SELECT 1 AS x FROM projection_tracking WHERE name = ?", (name,)):
@@ -135,12 +135,12 @@ class _Folder:
             usage_tables.clear_association_values(self.conn, self.state, event.associations)
         elif isinstance(event, ev.UsageUpdated | ev.FairshareUpdated):
             self.flush()
-            usage_tables.write_usage(
-                self.conn,
-                self.state,
-                event.timestamp.timestamp(),
-                fairshare=isinstance(event, ev.FairshareUpdated),
+            fairshare = isinstance(event, ev.FairshareUpdated)
+            usage, shares = usage_tables.write_usage(
+                self.conn, self.state, event.timestamp.timestamp(), fairshare=fairshare
             )
+            if fairshare:
+                checkpoints.write(self.conn, self.state, position, usage, shares)
 
 
 def catch_up(ledger: Ledger, conn: Connection) -> int:

@@ -18,6 +18,7 @@ from typing import Any
 
 from ledger.site_usage import (
     AssociationUsage,
+    AssocKey,
     PeriodTotal,
     association_usage,
     bank_usage,
@@ -228,11 +229,11 @@ def show_balance(conn: Connection, state: SiteState, shown: list[list[Any]], at:
 def _as_totals(rows: list[dict[str, Any]]) -> list[PeriodTotal]:
     return [
         PeriodTotal(
-            userid=None if r["userid"] == -1 else int(r["userid"]),
-            username=r["username"] or None,
-            bank=r["bank"] or None,
-            period=int(r["period"]),
-            charge=int(r["charge_units"]) / CHARGE_UNITS,
+            None if r["userid"] == -1 else int(r["userid"]),
+            r["username"] or None,
+            r["bank"] or None,
+            int(r["period"]),
+            int(r["charge_units"]) / CHARGE_UNITS,
         )
         for r in rows
     ]
@@ -384,9 +385,11 @@ def usage_at(
     return association_usage(state, totals, at, cleared)
 
 
-def write_usage(conn: Connection, state: SiteState, at: float, fairshare: bool) -> None:
+def write_usage(
+    conn: Connection, state: SiteState, at: float, fairshare: bool
+) -> tuple[dict[AssocKey, AssociationUsage], dict[AssocKey, float]]:
     """Bring job_usage (and with `fairshare`, the fair-share) columns to their values at `at`:
-    what update-usage / update-fshare recorded."""
+    what update-usage / update-fshare recorded. Returns the usage and the walk's values."""
     usage = usage_at(conn, state, at)
     shares = site_fairshare(state, usage) if fairshare else {}
     current = {
@@ -409,6 +412,7 @@ def write_usage(conn: Connection, state: SiteState, at: float, fairshare: bool) 
         [(value, name) for name, value in banks.items()],
     )
     _write_bins(conn, usage, at)
+    return usage, shares
 
 
 def _write_bins(

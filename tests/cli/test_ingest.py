@@ -63,15 +63,17 @@ def write(path: Path, *lines: dict[str, Any] | str) -> str:
 
 
 def all_tables(store: Store) -> dict[str, list[dict[str, Any]]]:
-    """Store.tables() plus the usage read models (jobs, period_totals, job_usage_bins), which
-    Store.tables() leaves out: it lists projections.schema.TABLES only."""
+    """Store.tables() plus the usage read models (jobs, period_totals, job_usage_bins) and the
+    fair-share checkpoints, which Store.tables() leaves out: it lists projections.schema.TABLES
+    only."""
     from ledger.storage import Connection, parse_store_url
-    from projections.usage_tables import TABLES
+    from projections.checkpoints import TABLES as CHECKPOINT_TABLES
+    from projections.usage_tables import TABLES as USAGE_TABLES
 
     out = store.tables()
     conn = Connection(parse_store_url(store.url))
     try:
-        for name in TABLES:
+        for name in [*USAGE_TABLES, *CHECKPOINT_TABLES]:
             rows = conn.query(f"SELECT * FROM {name}")
             out[name] = sorted(rows, key=lambda r: repr(sorted(r.items())))
     finally:

@@ -8,7 +8,7 @@ from typing import Any
 
 from ledger.app import Ledger
 from ledger.storage import Connection, parse_store_url
-from projections.as_of import fairshare_at
+from projections.as_of import marker_at_position, recompute
 from tests.cli.test_explain import LATER, explain, history, job, lines
 from tests.conftest import T0, Store
 
@@ -64,14 +64,16 @@ def test_values_at_each_snapshot(store: Store) -> None:
         f"{S2_TIME} | {s2:<8} | 70.5      | 1.0       | 3 of 3",
     ]
 
-    # Each row is what projections.as_of.fairshare_at recomputes at that marker, and its usage
-    # is what `list-users --as-of` shows at that time.
+    # Each row (read from the marker's checkpoint) is what the walk gives when it is done again
+    # from the jobs at that marker, and its usage is what `list-users --as-of` shows then.
     found = report(store, "--user", "bob")
     ledger = Ledger(parse_store_url(store.url))
     conn = Connection(parse_store_url(store.url))
     try:
         for row in found:
-            assert fairshare_at(ledger, conn, row["position"])[("bob", "B")] == row["fairshare"]
+            again = recompute(ledger, conn, marker_at_position(conn, row["position"]))
+            assert again.shares[("bob", "B")] == row["fairshare"]
+            assert again.usage[("bob", "B")].usage == row["job_usage"]
     finally:
         conn.close()
         ledger.close()
