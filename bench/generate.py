@@ -109,7 +109,8 @@ def build_site(ledger: Ledger, spec: SiteSpec, chunk: int = 2500) -> int:
 
 def _job_lines(
     spec: SiteSpec, n_jobs: int, first_id: int, t_lo: float, t_hi: float, seed: int
-) -> Iterator[str]:
+) -> Iterator[tuple[float, str]]:
+    """(t_inactive, JSON line) of each job, in t_inactive order."""
     rng = random.Random(seed)
     assocs = spec.associations
     # Activity is skewed: a few associations run most of the jobs (Pareto weights).
@@ -136,13 +137,14 @@ def _job_lines(
         else:
             who = f'"userid":{a.userid}'
         yield (
+            t_inactive,
             f'{{"id":{first_id + n},{who},"t_submit":{t_submit:.3f},"t_run":{t_run:.3f},'
-            f'"t_inactive":{t_inactive:.3f},"nnodes":{nnodes},"ncores":{ncores}}}\n'
+            f'"t_inactive":{t_inactive:.3f},"nnodes":{nnodes},"ncores":{ncores}}}\n',
         )
 
 
 def write_jobs(
-    path: str,
+    paths: list[str],
     spec: SiteSpec,
     n_jobs: int,
     first_id: int,
@@ -151,18 +153,26 @@ def write_jobs(
     seed: int = 2,
 ) -> int:
     """Write `n_jobs` completed jobs, ids from `first_id`, ending (t_inactive) uniformly in
-    [t_lo, t_hi), in t_inactive order. Returns the file's size in bytes."""
+    [t_lo, t_hi), in t_inactive order, split over `paths` by equal slices of that time range
+    (one file per week for a weekly cron). Returns the files' total size in bytes."""
     size = 0
-    with open(path, "w", encoding="utf-8") as out:
-        buffer: list[str] = []
-        for line in _job_lines(spec, n_jobs, first_id, t_lo, t_hi, seed):
-            buffer.append(line)
-            if len(buffer) >= 10_000:
-                text = "".join(buffer)
+    span = (t_hi - t_lo) / len(paths)
+    files = [open(path, "w", encoding="utf-8") for path in paths]  # noqa: SIM115
+    try:
+        buffers: list[list[str]] = [[] for _ in paths]
+        for t_inactive, line in _job_lines(spec, n_jobs, first_id, t_lo, t_hi, seed):
+            index = min(len(paths) - 1, int((t_inactive - t_lo) // span))
+            buffers[index].append(line)
+            if len(buffers[index]) >= 10_000:
+                text = "".join(buffers[index])
                 size += len(text)
-                out.write(text)
-                buffer = []
-        text = "".join(buffer)
-        size += len(text)
-        out.write(text)
+                files[index].write(text)
+                buffers[index] = []
+        for out, buffer in zip(files, buffers, strict=True):
+            text = "".join(buffer)
+            size += len(text)
+            out.write(text)
+    finally:
+        for out in files:
+            out.close()
     return size
