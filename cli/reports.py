@@ -111,6 +111,7 @@ def _explanation_json(e: Explanation) -> dict[str, Any]:
         },
         "snapshot": _moment_json(e.snapshot),
         "fairshare_from": _moment_json(e.source),
+        "fairshare_imported": _moment_json(e.imported),
         "fairshare": e.fairshare,
         "rank": e.rank,
         "ranked": e.ranked,
@@ -176,6 +177,12 @@ def _explanation_text(e: Explanation) -> str:
 
 def _fairshare_line(e: Explanation) -> str:
     user, bank = e.association
+    if e.imported is not None:
+        return (
+            f"fair-share {e.fairshare}: the value flux-accounting had stored, brought over by "
+            f"the import of {iso(e.imported.event_time)} (log position {e.imported.position}); "
+            "in force until an update-fshare ranks it"
+        )
     if e.snapshot is None:
         return f"fair-share {e.fairshare}: no fair-share snapshot yet (a new association has 0.5)"
     at = f"the snapshot of {iso(e.snapshot.event_time)} (log position {e.snapshot.position})"

@@ -3,8 +3,9 @@
 T maps to a log position P through the log index (time is monotone in log order); the site
 state at P comes from the Site aggregate at its version then (loaded from the nearest snapshot,
 not a replay of all history); usage is computed at T from the jobs recorded up to P; fair-share
-is the snapshot in force at P, recomputed exactly at its FairshareUpdated marker. The result is
-an in-memory SQLite database with the same tables, so every read query runs on it unchanged.
+is what the snapshot in force at P left in force, read from its checkpoint
+(projections.checkpoints), or an opening balance's stored value. The result is an in-memory
+SQLite database with the same tables, so every read query runs on it unchanged.
 Events recorded after T have positions after P, so the answer for T never changes.
 """
 
@@ -170,6 +171,7 @@ class Snapshots:
     conn: Connection
     _cache: dict[int, Snapshot] = field(default_factory=dict)
     _markers: dict[int, Moment | None] = field(default_factory=dict)
+    _balances: list[tuple[int, dict[AssocKey, tuple[int, float]]]] | None = None
 
     def at(self, marker: Moment) -> Snapshot:
         cached = self._cache.get(marker.position)
@@ -186,27 +188,59 @@ class Snapshots:
         marker = self._markers[position]
         return None if marker is None else self.at(marker)
 
-    def source(self, entry: Entry) -> Snapshot | None:
-        """The snapshot whose walk gave `entry` its value (None: never ranked)."""
-        if entry.source is None:
+    def source(self, value: InForce) -> Snapshot | None:
+        """The snapshot whose walk gave `value` (None: no walk did)."""
+        if value.source is None:
             return None
-        cached = self._cache.get(entry.source)
-        return cached or self.at(marker_at_position(self.conn, entry.source))
+        cached = self._cache.get(value.source)
+        return cached or self.at(marker_at_position(self.conn, value.source))
+
+    def imported(self, position: int) -> dict[AssocKey, tuple[int, float]]:
+        """imported_fairshare() at `position`, the balances read once per command."""
+        if self._balances is None:
+            self._balances = [
+                (int(r["position"]), imported_fairshare(self.ledger, self.conn, int(r["position"])))
+                for r in self.conn.query(
+                    "SELECT position FROM log_index WHERE kind = 'balance' ORDER BY position"
+                )
+            ]
+        found: dict[AssocKey, tuple[int, float]] = {}
+        for at, values in self._balances:
+            if at <= position:
+                found = values
+        return found
 
 
-def fairshare_value(
-    snapshots: Snapshots, key: AssocKey, position: int
-) -> tuple[float, Snapshot | None]:
-    """The fair-share of `key` in force at `position` and the snapshot whose walk computed it.
+@dataclass(frozen=True)
+class InForce:
+    """An association's fair-share in force at a log position, and where it came from."""
 
-    Usually the snapshot in force. An association the walk left out (inactive, or in an
-    inactive bank) keeps its last value (design §4): then an earlier snapshot's. A new
-    association, or one no walk has ranked, has 0.5 and no snapshot."""
+    value: float
+    source: int | None  # the position of the walk that gave it
+    imported: int | None  # the position of the opening balance that brought it over
+
+
+def in_force_value(
+    entry: Entry | None, ranked_at: int, brought: tuple[int, float] | None
+) -> InForce:
+    """The rule (design §4): the value the last walk that ranked the association gave it (an
+    inactive one keeps it), else a new association's 0.5; an opening balance's stored value
+    wins until a walk after it ranks the association. `entry`: its row in the checkpoint of the
+    snapshot in force (at `ranked_at`); `brought`: the latest balance's (position, value)."""
+    ranked = entry is not None and entry.source is not None
+    if brought is not None and (brought[0] > ranked_at or not ranked):
+        return InForce(brought[1], None, brought[0])
+    if entry is None or entry.source is None:
+        return InForce(NEW_ASSOCIATION_FAIRSHARE, None, None)
+    return InForce(entry.fairshare, entry.source, None)
+
+
+def fairshare_value(snapshots: Snapshots, key: AssocKey, position: int) -> InForce:
+    """The fair-share of `key` in force at `position`."""
     in_force = snapshots.in_force(position)
     entry = in_force.entries.get(key) if in_force is not None else None
-    if entry is None or entry.source is None:
-        return NEW_ASSOCIATION_FAIRSHARE, None
-    return entry.fairshare, snapshots.source(entry)
+    ranked_at = in_force.marker.position if in_force is not None else 0
+    return in_force_value(entry, ranked_at, snapshots.imported(position).get(key))
 
 
 def imported_fairshare(
@@ -231,22 +265,14 @@ def imported_fairshare(
 def _values_in_force(
     ledger: Ledger, conn: Connection, moment: Moment, keys: list[AssocKey]
 ) -> dict[AssocKey, float]:
-    """Each association's fair-share in force at the moment: inactive ones keep the last value
-    a walk gave them, or the value an opening balance brought over (until a walk ranks them)."""
+    """Each association's fair-share in force at the moment."""
     in_force = fairshare_marker(conn, moment.position)
     ranked_at = in_force.position if in_force is not None else 0
     entries = checkpoints.read(conn, ranked_at) if in_force is not None else {}
     imported = imported_fairshare(ledger, conn, moment.position)
-    shares = {}
-    for key in keys:
-        entry = entries.get(key)
-        ranked = entry is not None and entry.source is not None
-        value = entry.fairshare if entry is not None and ranked else NEW_ASSOCIATION_FAIRSHARE
-        brought = imported.get(key)
-        if brought is not None and (brought[0] > ranked_at or not ranked):
-            value = brought[1]
-        shares[key] = value
-    return shares
+    return {
+        key: in_force_value(entries.get(key), ranked_at, imported.get(key)).value for key in keys
+    }
 
 
 def materialize(ledger: Ledger, conn: Connection, moment: Moment) -> Connection:

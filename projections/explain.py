@@ -26,7 +26,15 @@ from ledger.site_usage import AssociationResolver, AssocKey, usage_params
 from ledger.state import SiteState
 from ledger.storage import Connection
 from ledger.usage import bin_count, period_of, period_start
-from projections.as_of import Moment, Snapshot, Snapshots, fairshare_value, moment_at, site_state_at
+from projections.as_of import (
+    Moment,
+    Snapshot,
+    Snapshots,
+    fairshare_value,
+    marker_at_position,
+    moment_at,
+    site_state_at,
+)
 
 TOP_JOBS = 5
 
@@ -92,6 +100,7 @@ class Explanation:
     submitted: Moment  # the log position of t_submit
     snapshot: Moment | None  # the FairshareUpdated in force then (None: before any)
     source: Moment | None  # the snapshot that computed the value (an inactive one kept it)
+    imported: Moment | None  # the opening balance that brought the value over (an import)
     fairshare: float
     rank: int | None
     ranked: int | None  # N at the source snapshot
@@ -156,7 +165,8 @@ def explain_job(
     key = _association_of(job, state, shown)
     snapshots = Snapshots(ledger, conn)
     in_force = snapshots.in_force(submitted.position)
-    fairshare, source = fairshare_value(snapshots, key, submitted.position)
+    value = fairshare_value(snapshots, key, submitted.position)
+    fairshare, source = value.value, snapshots.source(value)
     queue_priorities = {name: q.priority for name, q in state.queues.items()}
     queue_priority = queue_factor(job.queue, queue_priorities)
     bank_priority = float(state.banks[key[1]].priority)
@@ -171,6 +181,7 @@ def explain_job(
         submitted=submitted,
         snapshot=in_force.marker if in_force is not None else None,
         source=source.marker if source is not None else None,
+        imported=marker_at_position(conn, value.imported) if value.imported is not None else None,
         fairshare=fairshare,
         rank=source.rank(key) if source is not None else None,
         ranked=source.ranked if source is not None else None,

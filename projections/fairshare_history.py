@@ -63,7 +63,7 @@ def fairshare_history(
         entry = snapshot.entries.get(key)
         if entry is None:
             continue
-        value, _source = fairshare_value(snapshots, key, marker.position)
+        value = fairshare_value(snapshots, key, marker.position).value
         rows.append(
             HistoryRow(
                 at=marker.event_time,

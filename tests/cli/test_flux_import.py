@@ -139,6 +139,20 @@ def test_stored_fair_share_is_shown_until_update_fshare_and_as_of(store: Store) 
     )
     assert {u["fairshare"] for u in then} == {0.0}
 
+    # explain-job says the same: a job submitted before the update had the stored value.
+    early = {"id": 901, "username": "userA", "t_submit": T0 + 30, "t_run": T0 + 31}
+    late = {"id": 902, "username": "userA", "t_submit": T0 + 130, "t_run": T0 + 131}
+    records = [dict(j, t_inactive=j["t_run"] + 5, nnodes=1, ncores=1) for j in (early, late)]
+    store.run("ingest", "-", input="".join(json.dumps(r) + "\n" for r in records), now=T0 + 140)
+    before = json.loads(store.run("explain-job", "901", "--json", now=T0 + 140).stdout)
+    assert before["fairshare"] == 0.0
+    assert before["snapshot"] is None and before["fairshare_imported"]["at"] <= T0 + 30
+    text = store.run("explain-job", "901", now=T0 + 140).stdout
+    assert "fair-share 0.0: the value flux-accounting had stored, brought over by the" in text
+    after = json.loads(store.run("explain-job", "902", "--json", now=T0 + 140).stdout)
+    assert (after["fairshare"], after["fairshare_imported"]) == (1.0, None)
+    assert after["fairshare_from"]["at"] == T0 + 120
+
 
 # --- idempotence and non-empty ledgers ----------------------------------------------------------
 def test_importing_twice_adds_nothing(store: Store, tmp_path: Path) -> None:
