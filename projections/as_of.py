@@ -126,10 +126,8 @@ class Snapshot:
     def rank(self, key: AssocKey) -> int | None:
         """fair-share = rank / N, rank counting down from N (the best); tied associations share
         the higher rank. None for an association the walk left out (inactive, or not there)."""
-        mine = self.shares.get(key)
-        if mine is None:
-            return None
-        return self.ranked - sum(1 for value in self.shares.values() if value > mine)
+        entry = self.entries.get(key)
+        return entry.rank if entry is not None else None
 
     def _recompute(self) -> Recomputed:
         if self._recomputed is None:

@@ -11,11 +11,8 @@ from dataclasses import dataclass
 
 from ledger.site_usage import AssocKey
 from ledger.storage import Connection
-from projections.as_of import (
-    Moment,
-    Snapshots,
-    fairshare_value,
-)
+from projections import checkpoints
+from projections.as_of import Moment, Snapshots, in_force_value
 
 
 def markers_between(conn: Connection, start: float | None, end: float | None) -> list[Moment]:
@@ -57,21 +54,24 @@ def fairshare_history(
     snapshots: Snapshots, key: AssocKey, start: float | None, end: float | None
 ) -> list[HistoryRow]:
     """The association at every snapshot in [start, end] at which it existed."""
+    markers = markers_between(snapshots.conn, start, end)
+    if not markers:
+        return []
+    found = checkpoints.history(snapshots.conn, key, markers[0].position, markers[-1].position)
     rows = []
-    for marker in markers_between(snapshots.conn, start, end):
-        snapshot = snapshots.at(marker)
-        entry = snapshot.entries.get(key)
+    for marker in markers:
+        entry = found.get(marker.position)
         if entry is None:
             continue
-        value = fairshare_value(snapshots, key, marker.position).value
+        brought = snapshots.imported(marker.position).get(key)
         rows.append(
             HistoryRow(
                 at=marker.event_time,
                 position=marker.position,
                 job_usage=entry.job_usage,
-                fairshare=value,
-                rank=snapshot.rank(key),
-                ranked=snapshot.ranked,
+                fairshare=in_force_value(entry, marker.position, brought).value,
+                rank=entry.rank,
+                ranked=entry.ranked_of,
                 active=entry.active,
             )
         )

@@ -62,13 +62,17 @@ def expected_entries(
             if key in earlier.shares:
                 value, source = earlier.shares[key], earlier_marker.position
                 break
+        mine = now.shares.get(key)
         out[key] = checkpoints.Entry(
             creation_time=assoc.creation_time,
             active=assoc.active,
-            ranked=key in now.shares,
             fairshare=value,
             source=source,
             job_usage=now.usage[key].usage,
+            rank=None
+            if mine is None
+            else len(now.shares) - sum(1 for v in now.shares.values() if v > mine),
+            ranked_of=len(now.shares),
         )
     return out
 
