@@ -490,6 +490,19 @@ def measure_store(result: StoreResult, url: str, data: Data, cli: Cli) -> None:
         walls.append(step.wall)
     each = ", ".join(f"{wall:.2f}" for wall in walls)
     result.add("as-of", f"{_secs(max(walls))} (max of {each})", max(walls) <= AS_OF_TARGET)
+
+    # The audit reads on the same history: one association's fair-share at every
+    # snapshot, and why a job of the last week got its priority.
+    first = data.spec.associations[0]
+    result.current = "report"
+    args = ["report", "fairshare-history", "--user", first.username, "--bank", first.bank]
+    step = cli.run("report", args, now=t_more)
+    result.steps.append(step)
+    result.add("report", _secs(step.wall))
+    result.current = "explain"
+    step = cli.run("explain-job", ["explain-job", str(data.n_jobs)], now=t_more)
+    result.steps.append(step)
+    result.add("explain", _secs(step.wall))
     result.current = ""
 
 
@@ -596,6 +609,8 @@ def rows(n_jobs: int, n_assoc: int, n_extra: int) -> list[tuple[str, str, str]]:
         ("rebuild", "rebuild (CLI wall)", f"≤ {REBUILD_TARGET:.0f} s"),
         ("rebuild-same", "rebuild reproduces usage + fair-share", "identical"),
         ("as-of", "view-bank root -t --as-of (3 past moments)", f"≤ {AS_OF_TARGET:.0f} s"),
+        ("report", "report fairshare-history --user U (every snapshot)", ""),
+        ("explain", "explain-job (the last job of the load)", ""),
         ("rss-ingest", "peak RSS: ingest", rss),
         ("rss-update", "peak RSS: update-usage / update-fshare", rss),
         ("rss-rebuild", "peak RSS: rebuild", rss),
