@@ -348,6 +348,17 @@ def _usage_snapshot(url: str) -> dict[tuple[str, str], tuple[float, float]]:
     return {(r["username"], r["bank"]): (r["job_usage"], r["fairshare"]) for r in rows}
 
 
+def _checkpoint_rows(url: str) -> tuple[int, int]:
+    """Rows the fair-share checkpoints store, and how many snapshots they hold."""
+    conn = Connection(parse_store_url(url))
+    try:
+        rows = int(conn.query("SELECT COUNT(*) AS n FROM fairshare_checkpoints")[0]["n"])
+        marks = int(conn.query("SELECT COUNT(*) AS n FROM fairshare_checkpoint_marks")[0]["n"])
+        return rows, marks
+    finally:
+        conn.close()
+
+
 def _count_jobs(url: str) -> int:
     conn = Connection(parse_store_url(url))
     try:
@@ -503,6 +514,9 @@ def measure_store(result: StoreResult, url: str, data: Data, cli: Cli) -> None:
     step = cli.run("explain-job", ["explain-job", str(data.n_jobs)], now=t_more)
     result.steps.append(step)
     result.add("explain", _secs(step.wall))
+    rows, snapshots = _checkpoint_rows(url)
+    full = snapshots * len(data.spec.associations)
+    result.add("checkpoints", f"{rows:,} of {full:,} ({snapshots} snapshots)")
     result.current = ""
 
 
@@ -611,6 +625,7 @@ def rows(n_jobs: int, n_assoc: int, n_extra: int) -> list[tuple[str, str, str]]:
         ("as-of", "view-bank root -t --as-of (3 past moments)", f"≤ {AS_OF_TARGET:.0f} s"),
         ("report", "report fairshare-history --user U (every snapshot)", ""),
         ("explain", "explain-job (the last job of the load)", ""),
+        ("checkpoints", "fair-share checkpoint rows stored (of a full copy each)", ""),
         ("rss-ingest", "peak RSS: ingest", rss),
         ("rss-update", "peak RSS: update-usage / update-fshare", rss),
         ("rss-rebuild", "peak RSS: rebuild", rss),

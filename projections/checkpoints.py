@@ -1,7 +1,7 @@
 """Fair-share checkpoints: what every update-fshare left in force, kept per snapshot.
 
 At each FairshareUpdated the projection already computes every association's usage and the
-weighted walk; it keeps the outcome here, one row per association that existed then, so a past
+weighted walk; it keeps the outcome here, an entry per association that existed then, so a past
 snapshot is a lookup instead of a recomputation from a million jobs (as-of reads, explain-job,
 report fairshare-history). Like every read table it is rebuilt from the events, and a row at
 position P depends only on events up to P, so the answer for a past moment never changes.
@@ -9,16 +9,20 @@ position P depends only on events up to P, so the answer for a past moment never
 A row's `fairshare` is the value in force after that snapshot: the walk's value when the walk
 ranked the association (`rank` set), otherwise (inactive, or in an inactive bank) the value
 the last walk that ranked it gave, carried over as long as the association is the same one (its
-creation time unchanged), with `source` the position of that walk. `source` NULL: no walk has
+creation time unchanged), with `source` the position of that walk (stored only for a carried
+value: a ranked row's walk is its checkpoint's). No rank and no source: no walk has
 ranked it, so it has a new association's 0.5.
 
-Cost: one row per association per update-fshare (about 100 bytes with its index), the price
-of answering for any past snapshot without recomputing it: an hourly update-fshare at 1,000
-associations adds about 0.9 GB a year.
+Stored as changes: a checkpoint writes rows only for the associations whose entry changed
+since the previous one (idle associations keep theirs), over a full checkpoint written whenever
+the changes since the last full one would outnumber the associations. So storage follows what
+changes (about 140 bytes a row with its indexes in SQLite), and reading any checkpoint reads at
+most about twice the site's associations.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,7 +43,16 @@ TABLES: dict[str, str] = {
             job_usage DOUBLE PRECISION NOT NULL,
             rank BIGINT,
             ranked_of BIGINT NOT NULL,
+            gone INTEGER NOT NULL DEFAULT 0,
             PRIMARY KEY (position, username, bank)
+        )""",
+    # One row per checkpoint: `base` is the full checkpoint it builds on (itself when full);
+    # `chain_rows` counts the delta rows written since that base, this checkpoint's included.
+    "fairshare_checkpoint_marks": """
+        CREATE TABLE IF NOT EXISTS fairshare_checkpoint_marks (
+            position BIGINT PRIMARY KEY,
+            base BIGINT NOT NULL,
+            chain_rows BIGINT NOT NULL
         )""",
 }
 INDEXES = [
@@ -71,7 +84,16 @@ class Entry:
 _COLUMNS = "creation_time, active, fairshare, source, job_usage, rank, ranked_of"
 
 
-def _entry(r: dict[str, Any]) -> Entry:
+def _entry(r: dict[str, Any], position: int) -> Entry:
+    """A stored row as the entry of the checkpoint at `position`. A ranked row stores no
+    source: the walk that gave its value is the checkpoint's own (so an unchanged association
+    needs no new row)."""
+    if r["rank"] is not None:
+        return dataclasses.replace(_stored_entry(r), source=position)
+    return _stored_entry(r)
+
+
+def _stored_entry(r: dict[str, Any]) -> Entry:
     return Entry(
         creation_time=float(r["creation_time"]),
         active=bool(r["active"]),
@@ -83,31 +105,68 @@ def _entry(r: dict[str, Any]) -> Entry:
     )
 
 
+def _mark(conn: Connection, position: int) -> tuple[int, int] | None:
+    """(base, chain_rows) of the checkpoint at `position`."""
+    rows = conn.query(
+        "SELECT base, chain_rows FROM fairshare_checkpoint_marks WHERE position = ?", (position,)
+    )
+    return (int(rows[0]["base"]), int(rows[0]["chain_rows"])) if rows else None
+
+
 def read(conn: Connection, position: int) -> dict[AssocKey, Entry]:
-    """The checkpoint of the snapshot at `position` ({} when there is none)."""
-    return {
-        (r["username"], r["bank"]): _entry(r)
-        for r in conn.query(
-            f"SELECT username, bank, {_COLUMNS} FROM fairshare_checkpoints WHERE position = ?",
-            (position,),
-        )
-    }
+    """The checkpoint of the snapshot at `position` ({} when there is none): its base's rows
+    with the changes of every checkpoint up to it applied."""
+    mark = _mark(conn, position)
+    if mark is None:
+        return {}
+    out: dict[AssocKey, Entry] = {}
+    for r in conn.query(
+        f"SELECT username, bank, gone, {_COLUMNS} FROM fairshare_checkpoints "
+        "WHERE position >= ? AND position <= ? ORDER BY position",
+        (mark[0], position),
+    ):
+        key = (r["username"], r["bank"])
+        if r["gone"]:
+            out.pop(key, None)
+        else:
+            out[key] = _entry(r, position)
+    return out
 
 
 def history(conn: Connection, key: AssocKey, first: int, last: int) -> dict[int, Entry]:
-    """One association's rows of the checkpoints at positions in [first, last]: position ->
-    its row (an index read, however many snapshots the range holds)."""
-    rows = conn.query(
-        f"SELECT position, {_COLUMNS} FROM fairshare_checkpoints "
-        "WHERE username = ? AND bank = ? AND position >= ? AND position <= ?",
-        (key[0], key[1], first, last),
+    """One association's entry at every checkpoint with a position in [first, last] at which
+    it existed: position -> entry. Index reads, however many snapshots the range holds."""
+    marks = conn.query(
+        "SELECT position, base FROM fairshare_checkpoint_marks "
+        "WHERE position >= ? AND position <= ? ORDER BY position",
+        (first, last),
     )
-    return {int(r["position"]): _entry(r) for r in rows}
+    if not marks:
+        return {}
+    rows = conn.query(
+        f"SELECT position, gone, {_COLUMNS} FROM fairshare_checkpoints "
+        "WHERE username = ? AND bank = ? AND position >= ? AND position <= ? ORDER BY position",
+        (key[0], key[1], min(int(m["base"]) for m in marks), last),
+    )
+    out = {}
+    latest: dict[str, Any] | None = None
+    next_row = 0
+    for mark in marks:  # both in position order: one pass
+        position, base = int(mark["position"]), int(mark["base"])
+        while next_row < len(rows) and int(rows[next_row]["position"]) <= position:
+            latest = rows[next_row]
+            next_row += 1
+        # The key's latest row must lie in [base, position]: none there means it did not
+        # exist then (the base holds every association that existed at it).
+        if latest is not None and int(latest["position"]) >= base and not latest["gone"]:
+            out[position] = _entry(latest, position)
+    return out
 
 
 def previous_position(conn: Connection, position: int) -> int | None:
     rows = conn.query(
-        "SELECT MAX(position) AS p FROM fairshare_checkpoints WHERE position < ?", (position,)
+        "SELECT MAX(position) AS p FROM fairshare_checkpoint_marks WHERE position < ?",
+        (position,),
     )
     value = rows[0]["p"] if rows else None
     return None if value is None else int(value)
@@ -160,6 +219,11 @@ def _ranks(shares: dict[AssocKey, float]) -> dict[AssocKey, int]:
     return {key: len(shares) - above[value] for key, value in shares.items()}
 
 
+def _storable(entry: Entry) -> Entry:
+    """The entry as stored: a ranked one without its source (see _entry)."""
+    return dataclasses.replace(entry, source=None) if entry.ranked else entry
+
+
 def write(
     conn: Connection,
     state: SiteState,
@@ -167,12 +231,30 @@ def write(
     usage: dict[AssocKey, AssociationUsage],
     shares: dict[AssocKey, float],
 ) -> None:
-    """Keep the checkpoint of the walk the projection just did at `position`."""
+    """Keep the checkpoint of the walk the projection just did at `position`.
+
+    Only what changed since the previous checkpoint is written (most associations of a site
+    are idle between two updates), as rows over a full checkpoint; a new full one is written
+    when the changes since the last would outnumber it, so reading any checkpoint reads at
+    most about twice the site's associations."""
     before = previous_position(conn, position)
     previous = read(conn, before) if before is not None else {}
+    walked = entries(state, position, usage, shares, previous)
+    now = {key: _storable(e) for key, e in walked.items()}
+    before_rows = {key: _storable(e) for key, e in previous.items()}
+    changed = [(key, e) for key, e in now.items() if before_rows.get(key) != e]
+    gone = [key for key in previous if key not in now]
+    mark = _mark(conn, before) if before is not None else None
+    delta = len(changed) + len(gone)
+    if mark is None or mark[1] + delta > len(now):
+        rows, base, chain = list(now.items()), position, 0
+        gone = []
+    else:
+        rows, base, chain = changed, mark[0], mark[1] + delta
     conn.executemany(
         "INSERT INTO fairshare_checkpoints (position, username, bank, creation_time, active, "
-        "fairshare, source, job_usage, rank, ranked_of) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "fairshare, source, job_usage, rank, ranked_of, gone) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
             (
                 position,
@@ -185,7 +267,13 @@ def write(
                 e.job_usage,
                 e.rank,
                 e.ranked_of,
+                0,
             )
-            for key, e in entries(state, position, usage, shares, previous).items()
-        ],
+            for key, e in rows
+        ]
+        + [(position, key[0], key[1], 0.0, 0, 0.0, None, 0.0, None, 0, 1) for key in gone],
+    )
+    conn.execute(
+        "INSERT INTO fairshare_checkpoint_marks (position, base, chain_rows) VALUES (?, ?, ?)",
+        (position, base, chain),
     )

@@ -13,7 +13,7 @@ from ledger.flux_tables import (
     QUEUE_COLUMNS,
 )
 
-READ_MODEL_VERSION = 6
+READ_MODEL_VERSION = 7
 
 TABLES: dict[str, str] = {
     "projection_tracking": """

@@ -8,6 +8,7 @@ states the rule (the last value a walk gave the same association; else 0.5)."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import uuid
 from collections.abc import Iterator
@@ -83,8 +84,17 @@ def check_every_checkpoint(store: Store) -> int:
     try:
         markers = markers_between(conn, None, None)
         snapshots = [(m, recompute(ledger, conn, m)) for m in markers]
+        read = {}
         for index, (marker, _) in enumerate(snapshots):
-            assert checkpoints.read(conn, marker.position) == expected_entries(snapshots, index)
+            read[marker.position] = checkpoints.read(conn, marker.position)
+            assert read[marker.position] == expected_entries(snapshots, index)
+        # One association's history (index reads over the stored changes) agrees with the
+        # whole checkpoints read one by one.
+        keys = {key for entries in read.values() for key in entries}
+        for key in keys:
+            assert checkpoints.history(conn, key, markers[0].position, markers[-1].position) == {
+                position: entries[key] for position, entries in read.items() if key in entries
+            }
         return len(markers)
     finally:
         conn.close()
@@ -118,6 +128,20 @@ ACTIONS = st.lists(
         ("deactivate", "alice"),
         ("fshare", "bob"),
         ("job", "carol"),
+    ]
+)
+# Removed, then a full checkpoint (the changes outnumber the site): gone from it and after.
+@example(
+    actions=[
+        ("fshare", "bob"),
+        ("job", "alice"),
+        ("job", "bob"),
+        ("fshare", "bob"),
+        ("remove", "carol"),
+        ("job", "carol"),
+        ("job", "alice"),
+        ("fshare", "bob"),
+        ("job", "bob"),
     ]
 )
 def test_checkpoints_hold_each_walk_and_the_values_carried(
@@ -167,3 +191,34 @@ def fresh_ledger(store: Store) -> Iterator[Store]:
     finally:
         with psycopg.connect(base, autocommit=True) as conn:
             conn.execute(f'DROP SCHEMA IF EXISTS "c_{name}" CASCADE')
+
+
+def test_an_unchanged_site_stores_no_rows(ledger_store: Store) -> None:
+    """Updates that change nothing (no new jobs, same period) write no checkpoint rows, yet
+    every checkpoint reads whole, naming its own walk as the source of ranked values."""
+    site(ledger_store)
+    ledger_store.run("ingest", "-", input=job(1, "alice", T0 + 50, 40), now=T0 + 100)
+    for n in range(4):
+        ledger_store.run("update-fshare", now=T0 + 200 + n)
+    config = parse_store_url(ledger_store.url)
+    ledger, conn = Ledger(config), Connection(config)
+    try:
+        markers = markers_between(conn, None, None)
+        stored = {
+            m.position: conn.query(
+                "SELECT COUNT(*) AS n FROM fairshare_checkpoints WHERE position = ?",
+                (m.position,),
+            )[0]["n"]
+            for m in markers
+        }
+        assert list(stored.values()) == [len(USERS), 0, 0, 0]
+        first, last = (checkpoints.read(conn, m.position) for m in (markers[0], markers[-1]))
+        newest = markers[-1].position
+        assert {k: e.source for k, e in last.items()} == dict.fromkeys(USERS.items(), newest)
+        assert {k: dataclasses.replace(e, source=None) for k, e in first.items()} == {
+            k: dataclasses.replace(e, source=None) for k, e in last.items()
+        }
+    finally:
+        conn.close()
+        ledger.close()
+    assert check_every_checkpoint(ledger_store) == 4
