@@ -91,8 +91,8 @@ class Recomputed:
 
 
 def recompute(ledger: Ledger, conn: Connection, marker: Moment) -> Recomputed:
-    """The walk of the FairshareUpdated at `marker` done again from the jobs recorded up to it
-    (what its checkpoint holds; explain-job reads the usage behind it)."""
+    """The walk of the FairshareUpdated at `marker` done again from the jobs recorded up to it:
+    the reference its checkpoint is tested against (tests/cli/test_checkpoints.py)."""
     state = site_state_at(ledger, marker.site_version)
     usage = usage_tables.usage_at(
         conn,
@@ -105,8 +105,8 @@ def recompute(ledger: Ledger, conn: Connection, marker: Moment) -> Recomputed:
 
 
 class Snapshot:
-    """One FairshareUpdated marker: its checkpoint (read at once), and the state and usage it
-    saw (computed again only when asked for)."""
+    """One FairshareUpdated marker: its checkpoint (read at once), and the state and an
+    association's usage it saw (computed again only when asked for)."""
 
     def __init__(
         self, ledger: Ledger, conn: Connection, marker: Moment, entries: dict[AssocKey, Entry]
@@ -116,7 +116,7 @@ class Snapshot:
         self.marker = marker
         self.entries = entries
         self.shares = {key: e.fairshare for key, e in entries.items() if e.ranked}
-        self._recomputed: Recomputed | None = None
+        self._state: SiteState | None = None
 
     @property
     def ranked(self) -> int:
@@ -129,18 +129,23 @@ class Snapshot:
         entry = self.entries.get(key)
         return entry.rank if entry is not None else None
 
-    def _recompute(self) -> Recomputed:
-        if self._recomputed is None:
-            self._recomputed = recompute(self._ledger, self._conn, self.marker)
-        return self._recomputed
-
     @property
     def state(self) -> SiteState:
-        return self._recompute().state
+        """The site state the walk saw."""
+        if self._state is None:
+            self._state = site_state_at(self._ledger, self.marker.site_version)
+        return self._state
 
-    @property
-    def usage(self) -> dict[AssocKey, AssociationUsage]:
-        return self._recompute().usage
+    def usage_of(self, key: AssocKey) -> AssociationUsage:
+        """The association's usage (and bins) the walk saw, from its user's jobs only."""
+        return usage_tables.association_usage_at(
+            self._conn,
+            self.state,
+            key,
+            self.marker.event_time,
+            max_position=self.marker.position,
+            periods_current=periods_current(self._conn, self.state),
+        )
 
 
 def periods_current(conn: Connection, state: SiteState) -> bool:

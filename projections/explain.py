@@ -229,7 +229,7 @@ def usage_behind(conn: Connection, snapshot: Snapshot, key: AssocKey, top: int) 
     params = usage_params(state)
     current = period_of(snapshot.marker.event_time, params)
     first = current - bin_count(params)
-    usage = snapshot.usage[key]
+    usage = snapshot.usage_of(key)
     bins = [
         Bin(
             age=age,

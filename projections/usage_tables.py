@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from dataclasses import dataclass
 from typing import Any
 
 from ledger.site_usage import (
@@ -252,6 +253,22 @@ _BALANCE_AS_JOBS = (
 )
 
 
+@dataclass(frozen=True)
+class Who:
+    """Only the job identities that can name one user: its username, or no username and one
+    of the userids its associations hold (a superset of those that resolve to it)."""
+
+    username: str
+    userids: tuple[int, ...]
+
+    def clause(self) -> tuple[str, list[Any]]:
+        marks = ", ".join("?" * len(self.userids)) or "NULL"
+        return (
+            f" AND (username = ? OR (username IS NULL AND userid IN ({marks})))",
+            [self.username, *self.userids],
+        )
+
+
 def _job_totals(
     conn: Connection,
     state: SiteState,
@@ -260,14 +277,14 @@ def _job_totals(
     max_position: int | None,
     ended_by: float | None,
     periods_current: bool,
+    who: Who | None = None,
 ) -> list[PeriodTotal]:
     """Per-period totals straight from the jobs and opening balances (for as-of and
     clear-usage cutoffs)."""
+    args = (state, first, last, max_position, ended_by, periods_current, who)
     return [
-        *_counted_totals(conn, "jobs", state, first, last, max_position, ended_by, periods_current),
-        *_counted_totals(
-            conn, _BALANCE_AS_JOBS, state, first, last, max_position, ended_by, periods_current
-        ),
+        *_counted_totals(conn, "jobs", *args),
+        *_counted_totals(conn, _BALANCE_AS_JOBS, *args),
     ]
 
 
@@ -280,9 +297,14 @@ def _counted_totals(
     max_position: int | None,
     ended_by: float | None,
     periods_current: bool,
+    who: Who | None = None,
 ) -> list[PeriodTotal]:
     filters = ""
-    params: list[float] = []
+    params: list[Any] = []
+    if who is not None:
+        clause, values = who.clause()
+        filters += clause
+        params += values
     if max_position is not None:
         filters += " AND position <= ?"
         params.append(max_position)
@@ -388,6 +410,30 @@ def usage_at(
         for cutoff in cutoffs
     }
     return association_usage(state, totals, at, cleared)
+
+
+def association_usage_at(
+    conn: Connection,
+    state: SiteState,
+    key: AssocKey,
+    at: float,
+    max_position: int | None = None,
+    periods_current: bool = True,
+) -> AssociationUsage:
+    """usage_at(...)[key], reading only the jobs that can belong to that association (its
+    user's, by name or userid) instead of the whole site's totals."""
+    userids = tuple(sorted({a.userid for a in state.associations.get(key[0], {}).values()}))
+    who = Who(key[0], userids)
+    first, last = window(state, at)
+    totals = _job_totals(conn, state, first, last, max_position, None, periods_current, who)
+    assoc = state.association(*key)
+    cleared = {}
+    if assoc is not None and assoc.ignore_older_than >= period_start(first, usage_params(state)):
+        cutoff = assoc.ignore_older_than
+        cleared[cutoff] = _job_totals(
+            conn, state, first, last, max_position, cutoff, periods_current, who
+        )
+    return association_usage(state, totals, at, cleared)[key]
 
 
 def write_usage(

@@ -1,4 +1,5 @@
-"""Fair-share checkpoints hold exactly what each update-fshare's walk gave, on both stores.
+"""Fair-share checkpoints hold exactly what each update-fshare's walk gave, on both stores
+(and one association's usage read alone equals the site's).
 
 The oracle is independent of the checkpoint table: each snapshot is computed again from the
 jobs recorded up to its marker (projections.as_of.recompute), and the value an association the
@@ -22,6 +23,7 @@ from ledger.storage import Connection, parse_store_url
 from projections import checkpoints
 from projections.as_of import Moment, Recomputed, recompute
 from projections.fairshare_history import markers_between
+from projections.usage_tables import association_usage_at
 from tests.conftest import T0, Store
 
 USERS = {"alice": "A", "bob": "B", "carol": "B"}
@@ -35,11 +37,14 @@ def site(store: Store) -> None:
         store.run("add-user", "-u", user, "-B", bank, "-i", str(2000 + uid))
 
 
-def job(job_id: int, user: str, end: float, seconds: float) -> str:
+def job(job_id: int, user: str, end: float, seconds: float, by_uid: bool = False) -> str:
+    """A job naming its user and bank, or (`by_uid`) only the user's userid."""
+    who: dict[str, object] = {"username": user, "bank": USERS[user]}
+    if by_uid:
+        who = {"userid": 2000 + sorted(USERS).index(user)}
     record = {
         "id": job_id,
-        "username": user,
-        "bank": USERS[user],
+        **who,
         "t_run": end - seconds,
         "t_inactive": end,
         "nnodes": 1,
@@ -85,9 +90,15 @@ def check_every_checkpoint(store: Store) -> int:
         markers = markers_between(conn, None, None)
         snapshots = [(m, recompute(ledger, conn, m)) for m in markers]
         read = {}
-        for index, (marker, _) in enumerate(snapshots):
+        for index, (marker, again) in enumerate(snapshots):
             read[marker.position] = checkpoints.read(conn, marker.position)
             assert read[marker.position] == expected_entries(snapshots, index)
+            # explain-job's one-association usage is the site's, read from the user's jobs.
+            for key, usage in again.usage.items():
+                alone = association_usage_at(
+                    conn, again.state, key, marker.event_time, max_position=marker.position
+                )
+                assert alone == usage
         # One association's history (index reads over the stored changes) agrees with the
         # whole checkpoints read one by one.
         keys = {key for entries in read.values() for key in entries}
@@ -103,7 +114,9 @@ def check_every_checkpoint(store: Store) -> int:
 
 ACTIONS = st.lists(
     st.tuples(
-        st.sampled_from(["job", "job", "fshare", "deactivate", "remove", "add", "shares"]),
+        st.sampled_from(
+            ["job", "job", "uid-job", "fshare", "deactivate", "remove", "add", "shares", "clear"]
+        ),
         st.sampled_from(sorted(USERS)),
     ),
     min_size=1,
@@ -144,6 +157,19 @@ ACTIONS = st.lists(
         ("job", "bob"),
     ]
 )
+# Jobs known by userid only, and a cleared bank.
+@example(
+    actions=[
+        ("uid-job", "alice"),
+        ("job", "bob"),
+        ("uid-job", "carol"),
+        ("fshare", "bob"),
+        ("job", "carol"),
+        ("clear", "bob"),
+        ("uid-job", "bob"),
+        ("fshare", "bob"),
+    ]
+)
 def test_checkpoints_hold_each_walk_and_the_values_carried(
     store: Store, actions: list[tuple[str, str]]
 ) -> None:
@@ -159,6 +185,13 @@ def run_history(example: Store, actions: list[tuple[str, str]]) -> None:
         when += 1000
         if action == "job":
             example.run("ingest", "-", input=job(n + 1, user, when - 10, 50 + 7 * n), now=when)
+        elif action == "uid-job":
+            text = job(n + 1, user, when - 10, 30 + 5 * n, by_uid=True)
+            example.run("ingest", "-", input=text, now=when)
+        elif action == "clear":  # the jobs that ended before the last one stop counting
+            example.run(
+                "clear-usage", USERS[user], "--ignore-older-than", str(when - 500), now=when
+            )
         elif action == "fshare":
             example.run("update-fshare", now=when)
         elif action == "deactivate":
