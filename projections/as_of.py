@@ -94,14 +94,18 @@ def recompute(ledger: Ledger, conn: Connection, marker: Moment) -> Recomputed:
     """The walk of the FairshareUpdated at `marker` done again from the jobs recorded up to it:
     the reference its checkpoint is tested against (tests/cli/test_checkpoints.py)."""
     state = site_state_at(ledger, marker.site_version)
-    usage = usage_tables.usage_at(
-        conn,
-        state,
-        marker.event_time,
-        max_position=marker.position,
-        periods_current=periods_current(conn, state),
-    )
+    usage = usage_then(conn, state, marker.event_time, marker.position)
     return Recomputed(state, usage, site_fairshare(state, usage))
+
+
+def usage_then(
+    conn: Connection, state: SiteState, at: float, position: int
+) -> dict[AssocKey, AssociationUsage]:
+    """Every association's usage at `at`, from the jobs recorded up to `position` (`state`:
+    the site then)."""
+    return usage_tables.usage_at(
+        conn, state, at, max_position=position, periods_current=periods_current(conn, state)
+    )
 
 
 class Snapshot:
@@ -293,13 +297,7 @@ def materialize(ledger: Ledger, conn: Connection, moment: Moment) -> Connection:
         config=True,
     )
     write_touched(memory, state, everything)
-    usage = usage_tables.usage_at(
-        conn,
-        state,
-        moment.asked,
-        max_position=moment.position,
-        periods_current=periods_current(conn, state),
-    )
+    usage = usage_then(conn, state, moment.asked, moment.position)
     shares = _values_in_force(ledger, conn, moment, list(usage))
     memory.executemany(
         "UPDATE association_table SET job_usage = ?, fairshare = ? WHERE username = ? AND bank = ?",
