@@ -105,6 +105,18 @@ class _Folder:
         self.site_version = site_version
         self.touched = Touched()
         self.log_rows: list[tuple[int, float, str, int]] = []
+        # An update-usage whose columns are not written yet: the next event decides (see apply).
+        self.pending_usage: float | None = None
+
+    def finish(self) -> None:
+        self._write_pending_usage()
+        self.flush()
+
+    def _write_pending_usage(self) -> None:
+        if self.pending_usage is not None:
+            self.flush()
+            usage_tables.write_usage(self.conn, self.state, self.pending_usage, fairshare=False)
+            self.pending_usage = None
 
     def flush(self) -> None:
         write_touched(self.conn, self.state, self.touched)
@@ -113,6 +125,12 @@ class _Folder:
         self.log_rows = []
 
     def apply(self, event: Any, position: int) -> None:
+        if isinstance(event, ev.UsageUpdated | ev.FairshareUpdated):
+            # The cron pair update-usage, update-fshare: the second recomputes every column the
+            # first wrote, from the same state and jobs, so a replay skips the first's writes.
+            self.pending_usage = None
+        else:
+            self._write_pending_usage()  # before this event changes the state or the jobs
         kind = log_kind(event)
         if isinstance(event, ev.SiteEvent | ev.LedgerCreated):
             self.site_version = event.originator_version
@@ -133,14 +151,13 @@ class _Folder:
         elif isinstance(event, ev.UsageCleared):
             self.flush()
             usage_tables.clear_association_values(self.conn, self.state, event.associations)
-        elif isinstance(event, ev.UsageUpdated | ev.FairshareUpdated):
+        elif isinstance(event, ev.UsageUpdated):
+            self.pending_usage = event.timestamp.timestamp()
+        elif isinstance(event, ev.FairshareUpdated):
             self.flush()
-            fairshare = isinstance(event, ev.FairshareUpdated)
-            usage, shares = usage_tables.write_usage(
-                self.conn, self.state, event.timestamp.timestamp(), fairshare=fairshare
-            )
-            if fairshare:
-                checkpoints.write(self.conn, self.state, position, usage, shares)
+            at = event.timestamp.timestamp()
+            usage, shares = usage_tables.write_usage(self.conn, self.state, at, fairshare=True)
+            checkpoints.write(self.conn, self.state, position, usage, shares)
 
 
 def catch_up(ledger: Ledger, conn: Connection) -> int:
@@ -164,7 +181,7 @@ def catch_up(ledger: Ledger, conn: Connection) -> int:
                 folder.apply(ledger.mapper.to_domain_event(notification), notification.id)
             applied += len(page)
             start = page[-1].id
-        folder.flush()
+        folder.finish()
         conn.execute(
             "UPDATE projection_tracking SET position = ? WHERE name = ?", (head, PROJECTION)
         )
