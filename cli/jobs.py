@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import os
+import pickle
 import shutil
 import sqlite3
 import sys
@@ -137,7 +137,7 @@ def _ingest(
     ledger.actor = actor or s.actor
     state = ledger.state()
     with tempfile.TemporaryDirectory(prefix="fairledger-ingest-") as work:
-        spool = os.path.join(work, "records.jsonl")
+        spool = os.path.join(work, "records.pickle")
         bad, total = _validate_to_spool(path, fmt, skip_invalid, shown, spool, state)
         for line in bad:
             click.echo(f"fairledger: skipped {shown}: {line}", err=True)
@@ -166,7 +166,7 @@ def _validate_to_spool(
     node_w, core_w, gpu_w = weights(state)
     bad: list[BadLine] = []
     first = 1
-    with open(spool, "w", encoding="utf-8") as out:
+    with open(spool, "wb") as out:
         for chunk in _chunks(_reader(path, fmt), CHUNK_LINES):
             parsed = parse_lines(chunk, first_line=first)
             first += len(chunk)
@@ -174,8 +174,19 @@ def _validate_to_spool(
                 check_no_bad_lines(parsed, shown)
             bad.extend(parsed.bad)
             records = (to_record(job, node_w, core_w, gpu_w) for job in parsed.records)
-            out.writelines(json.dumps(mark(r) if mark else r) + "\n" for r in records)
+            # Pickled a chunk at a time: this private temporary file is read back only by
+            # pass 2 of the same process, and pickle is several times faster than JSON here.
+            pickle.dump([mark(r) if mark else r for r in records], out, pickle.HIGHEST_PROTOCOL)
     return bad, first - 1
+
+
+def _spooled(spool: str) -> Iterator[dict[str, Any]]:
+    with open(spool, "rb") as handle:
+        while True:
+            try:
+                yield from pickle.load(handle)
+            except EOFError:
+                return
 
 
 def _record_spool(
@@ -196,13 +207,12 @@ def _record_spool(
     show_progress = sys.stderr.isatty() and total_lines > CHUNK_LINES
     with Progress(disable=not show_progress, transient=True) as progress:
         task = progress.add_task("ingesting", total=total_lines)
-        for chunk in _chunks(_json_lines(spool), RECORD_LINES):
+        for chunk in _chunks(_spooled(spool), RECORD_LINES):
             # Repeats within a chunk are dropped here; a repeat of an earlier chunk's job is
             # already recorded, so record_jobs counts it as a duplicate: no input-wide set.
             records = []
             seen: set[tuple[str, str]] = set()
-            for line in chunk:
-                record = json.loads(line)
+            for record in chunk:
                 key = (record["cluster"], record["id"])
                 if key in seen:
                     counts["duplicate"] += 1

@@ -160,7 +160,7 @@ def _import_jobs(
         return marked
 
     with tempfile.TemporaryDirectory(prefix="fairledger-import-") as work:
-        spool = os.path.join(work, "records.jsonl")
+        spool = os.path.join(work, "records.pickle")
         bad, total = _validate_to_spool(
             source.path, "flux-accounting-db", True, source.file, spool, state, mark=mark
         )
