@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +28,7 @@ from ledger.site_usage import (
     usage_params,
     window,
 )
-from ledger.state import SiteState
+from ledger.state import Association, SiteState
 from ledger.storage import Connection
 from ledger.usage import period_of, period_start
 
@@ -401,15 +402,30 @@ def usage_at(
         totals = _totals_by_subtraction(conn, first, last, max_position)
     else:
         totals = _job_totals(conn, state, first, last, max_position, None, periods_current)
+    cleared = _cleared_totals(
+        conn, state, state.all_associations(), first, last, max_position, periods_current
+    )
+    return association_usage(state, totals, at, cleared)
+
+
+def _cleared_totals(
+    conn: Connection,
+    state: SiteState,
+    associations: Iterable[Association],
+    first: int,
+    last: int,
+    max_position: int | None,
+    periods_current: bool,
+    who: Who | None = None,
+) -> dict[float, list[PeriodTotal]]:
+    """For each clear-usage cutoff of `associations` inside the window, the totals of the jobs
+    that ended by it (association_usage takes them back out for those associations)."""
     start = period_start(first, usage_params(state))
-    cutoffs = {
-        a.ignore_older_than for a in state.all_associations() if a.ignore_older_than >= start
-    }
-    cleared = {
-        cutoff: _job_totals(conn, state, first, last, max_position, cutoff, periods_current)
+    cutoffs = {a.ignore_older_than for a in associations if a.ignore_older_than >= start}
+    return {
+        cutoff: _job_totals(conn, state, first, last, max_position, cutoff, periods_current, who)
         for cutoff in cutoffs
     }
-    return association_usage(state, totals, at, cleared)
 
 
 def association_usage_at(
@@ -427,12 +443,8 @@ def association_usage_at(
     first, last = window(state, at)
     totals = _job_totals(conn, state, first, last, max_position, None, periods_current, who)
     assoc = state.association(*key)
-    cleared = {}
-    if assoc is not None and assoc.ignore_older_than >= period_start(first, usage_params(state)):
-        cutoff = assoc.ignore_older_than
-        cleared[cutoff] = _job_totals(
-            conn, state, first, last, max_position, cutoff, periods_current, who
-        )
+    mine = [assoc] if assoc is not None else []
+    cleared = _cleared_totals(conn, state, mine, first, last, max_position, periods_current, who)
     return association_usage(state, totals, at, cleared)[key]
 
 
