@@ -178,7 +178,7 @@ class Snapshots:
     conn: Connection
     _cache: dict[int, Snapshot] = field(default_factory=dict)
     _markers: dict[int, Moment | None] = field(default_factory=dict)
-    _balances: list[tuple[int, dict[AssocKey, tuple[int, float]]]] | None = None
+    _balances: list[tuple[int, dict[AssocKey, float]]] | None = None
 
     def at(self, marker: Moment) -> Snapshot:
         cached = self._cache.get(marker.position)
@@ -205,17 +205,8 @@ class Snapshots:
     def imported(self, position: int) -> dict[AssocKey, tuple[int, float]]:
         """imported_fairshare() at `position`, the balances read once per command."""
         if self._balances is None:
-            self._balances = [
-                (int(r["position"]), imported_fairshare(self.ledger, self.conn, int(r["position"])))
-                for r in self.conn.query(
-                    "SELECT position FROM log_index WHERE kind = 'balance' ORDER BY position"
-                )
-            ]
-        found: dict[AssocKey, tuple[int, float]] = {}
-        for at, values in self._balances:
-            if at <= position:
-                found = values
-        return found
+            self._balances = _balances(self.ledger, self.conn, 2**62)
+        return _latest_balances(self._balances, position)
 
 
 @dataclass(frozen=True)
@@ -256,16 +247,33 @@ def imported_fairshare(
     """The fair-share values opening balances (UsageBalanceImported) brought over up to
     `position`: key -> (the balance's position, the value the source had stored). Such a value
     is in force from its balance until the next update-fshare ranks the association."""
-    out: dict[AssocKey, tuple[int, float]] = {}
-    rows = conn.query(
+    return _latest_balances(_balances(ledger, conn, position), position)
+
+
+def _balances(
+    ledger: Ledger, conn: Connection, position: int
+) -> list[tuple[int, dict[AssocKey, float]]]:
+    """Each opening balance up to `position`, in log order: (its position, the values it
+    showed)."""
+    out = []
+    for row in conn.query(
         "SELECT position FROM log_index WHERE kind = 'balance' AND position <= ? ORDER BY position",
         (position,),
-    )
-    for row in rows:
+    ):
         (notification,) = ledger.recorder.select_notifications(start=int(row["position"]), limit=1)
         event: Any = ledger.mapper.to_domain_event(notification)
-        for username, bank, _usage, fairshare in event.shown:
-            out[(username, bank)] = (int(row["position"]), float(fairshare))
+        shown = {(username, bank): float(value) for username, bank, _u, value in event.shown}
+        out.append((int(row["position"]), shown))
+    return out
+
+
+def _latest_balances(
+    balances: list[tuple[int, dict[AssocKey, float]]], position: int
+) -> dict[AssocKey, tuple[int, float]]:
+    out: dict[AssocKey, tuple[int, float]] = {}
+    for at, shown in balances:
+        if at <= position:
+            out.update({key: (at, value) for key, value in shown.items()})
     return out
 
 
