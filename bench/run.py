@@ -376,6 +376,14 @@ class Data:
     n_extra: int
 
 
+def _update_pair(cli: Cli, result: StoreResult, label: str, now: float) -> tuple[Step, Step]:
+    """The accounting cron's pair: update-usage, then update-fshare."""
+    usage = cli.run(f"update-usage-{label}", ["update-usage"], now=now)
+    fshare = cli.run(f"update-fshare-{label}", ["update-fshare"], now=now)
+    result.steps += [usage, fshare]
+    return usage, fshare
+
+
 def measure_store(result: StoreResult, url: str, data: Data, cli: Cli) -> None:
     title = STORE_TITLES[result.store]
     t_full = EPOCH + WEEKS * WEEK  # the full load is ingested, then updated, at this time
@@ -419,10 +427,8 @@ def measure_store(result: StoreResult, url: str, data: Data, cli: Cli) -> None:
         recorded += week_recorded
         unmatched += week_unmatched
         if week < weeks - 1:  # the last week's update is the cold one, timed below
-            for name in ("update-usage", "update-fshare"):
-                step = cli.run(f"{name}-week{week + 1}", [name], now=at)
-                result.steps.append(step)
-                cron += step.wall
+            usage, fshare = _update_pair(cli, result, f"week{week + 1}", at)
+            cron += usage.wall + fshare.wall
     if recorded != data.n_jobs:
         raise CliFailed(f"ingest recorded {recorded} of {data.n_jobs} jobs")
     result.steps += ingests
@@ -437,9 +443,7 @@ def measure_store(result: StoreResult, url: str, data: Data, cli: Cli) -> None:
     # 3. update-usage + update-fshare, cold after the full load...
     log(f"{title}: update-usage + update-fshare after the full load")
     result.current = "update-cold"
-    usage = cli.run("update-usage-cold", ["update-usage"], now=t_full)
-    fshare = cli.run("update-fshare-cold", ["update-fshare"], now=t_full)
-    result.steps += [usage, fshare]
+    usage, fshare = _update_pair(cli, result, "cold", t_full)
     total = usage.wall + fshare.wall
     result.add(
         "update-cold",
@@ -457,9 +461,7 @@ def measure_store(result: StoreResult, url: str, data: Data, cli: Cli) -> None:
     recorded, _unmatched = _ingest_counts(step, data.n_extra)
     result.add("ingest-more", f"{_secs(step.wall)} ({recorded / step.wall:,.0f} jobs/s)")
     result.current = "update-warm"
-    usage = cli.run("update-usage-warm", ["update-usage"], now=t_more)
-    fshare = cli.run("update-fshare-warm", ["update-fshare"], now=t_more)
-    result.steps += [usage, fshare]
+    usage, fshare = _update_pair(cli, result, "warm", t_more)
     total = usage.wall + fshare.wall
     result.add(
         "update-warm",
