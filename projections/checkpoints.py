@@ -219,6 +219,15 @@ def _ranks(shares: dict[AssocKey, float]) -> dict[AssocKey, int]:
     return {key: len(shares) - above[value] for key, value in shares.items()}
 
 
+@dataclass(frozen=True)
+class Written:
+    """A checkpoint just written: its mark and its entries (as read() would give them)."""
+
+    base: int
+    chain_rows: int
+    entries: dict[AssocKey, Entry]
+
+
 def _storable(entry: Entry) -> Entry:
     """The entry as stored: a ranked one without its source (see _entry)."""
     return dataclasses.replace(entry, source=None) if entry.ranked else entry
@@ -230,21 +239,26 @@ def write(
     position: int,
     usage: dict[AssocKey, AssociationUsage],
     shares: dict[AssocKey, float],
-) -> None:
-    """Keep the checkpoint of the walk the projection just did at `position`.
+    last: Written | None = None,
+) -> Written:
+    """Keep the checkpoint of the walk the projection just did at `position`; `last`: the
+    previous checkpoint as this process wrote it (else it is read back).
 
     Only what changed since the previous checkpoint is written (most associations of a site
     are idle between two updates), as rows over a full checkpoint; a new full one is written
     when the changes since the last would outnumber it, so reading any checkpoint reads at
     most about twice the site's associations."""
-    before = previous_position(conn, position)
-    previous = read(conn, before) if before is not None else {}
+    if last is None:
+        before = previous_position(conn, position)
+        mark = _mark(conn, before) if before is not None else None
+        previous = read(conn, before) if before is not None else {}
+    else:
+        mark, previous = (last.base, last.chain_rows), last.entries
     walked = entries(state, position, usage, shares, previous)
     now = {key: _storable(e) for key, e in walked.items()}
     before_rows = {key: _storable(e) for key, e in previous.items()}
     changed = [(key, e) for key, e in now.items() if before_rows.get(key) != e]
     gone = [key for key in previous if key not in now]
-    mark = _mark(conn, before) if before is not None else None
     delta = len(changed) + len(gone)
     if mark is None or mark[1] + delta > len(now):
         rows, base, chain = list(now.items()), position, 0
@@ -277,3 +291,4 @@ def write(
         "INSERT INTO fairshare_checkpoint_marks (position, base, chain_rows) VALUES (?, ?, ?)",
         (position, base, chain),
     )
+    return Written(base, chain, walked)

@@ -107,6 +107,8 @@ class _Folder:
         self.log_rows: list[tuple[int, float, str, int]] = []
         # An update-usage whose columns are not written yet: the next event decides (see apply).
         self.pending_usage: float | None = None
+        # The checkpoint this fold wrote last: a rebuild need not read each one back.
+        self.last_checkpoint: checkpoints.Written | None = None
 
     def finish(self) -> None:
         self._write_pending_usage()
@@ -157,7 +159,9 @@ class _Folder:
             self.flush()
             at = event.timestamp.timestamp()
             usage, shares = usage_tables.write_usage(self.conn, self.state, at, fairshare=True)
-            checkpoints.write(self.conn, self.state, position, usage, shares)
+            self.last_checkpoint = checkpoints.write(
+                self.conn, self.state, position, usage, shares, self.last_checkpoint
+            )
 
 
 def catch_up(ledger: Ledger, conn: Connection) -> int:
