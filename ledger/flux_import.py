@@ -523,6 +523,19 @@ class _Planner:
         moved = self._move_users(banks, by_name, out)
         return out, moved
 
+    def _known(
+        self, row: Row, kind: str, names: list[str], known: set[str], fixes: list[str]
+    ) -> list[str]:
+        """The names of `kind` (queue, project) the site defines; an unknown one is a problem,
+        or with --fix drop-orphans is removed (and said in `fixes`)."""
+        kept = []
+        for name in names:
+            if name in known:
+                kept.append(name)
+            elif self.fix(row, f'{kind} "{name}" not found', "drop-orphans", "removed"):
+                fixes.append(f'unknown {kind} "{name}" removed')
+        return kept
+
     def _association(
         self,
         a: AssociationRow,
@@ -543,18 +556,8 @@ class _Planner:
             usage = f" (its job_usage {a.job_usage} with it)" if a.job_usage else ""
             self.fix(row, f'bank "{a.bank}" not found', "drop-orphans", f"left out{usage}")
             return None
-        queues = []
-        for queue in a.queues:
-            if queue in queue_names:
-                queues.append(queue)
-            elif self.fix(row, f'queue "{queue}" not found', "drop-orphans", "removed"):
-                fixes.append(f'unknown queue "{queue}" removed')
-        projects = []
-        for project in a.projects:
-            if project in project_names:
-                projects.append(project)
-            elif self.fix(row, f'project "{project}" not found', "drop-orphans", "removed"):
-                fixes.append(f'unknown project "{project}" removed')
+        queues = self._known(row, "queue", a.queues, queue_names, fixes)
+        projects = self._known(row, "project", a.projects, project_names, fixes)
         default_project = a.default_project
         if default_project not in project_names:
             message = f'default project "{default_project}" not found'
