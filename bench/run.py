@@ -399,12 +399,12 @@ def measure_store(result: StoreResult, url: str, data: Data, cli: Cli) -> None:
     result.current = "setup"
     started = time.perf_counter()
     store_config = parse_store_url(url)
-    ledger = Ledger.open(store_config, now=EPOCH, actor="bench")
     conn = Connection(store_config)
+    ledger = Ledger.open(store_config, now=EPOCH, actor="bench", conn=conn)
     try:
-        transactions = build_site(ledger, data.spec)
+        runner.attach(ledger)
         runner.prepare(conn, ledger)
-        runner.catch_up(ledger, conn)
+        transactions = build_site(ledger, data.spec)
     finally:
         conn.close()
         ledger.close()

@@ -1,4 +1,4 @@
-"""Ledger administration: create-db and rebuild."""
+"""Ledger administration: create-db, rebuild and verify."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import click
 
 from cli.params import DURATION
 from cli.session import change_options, session
-from ledger.app import Ledger
 from ledger.errors import InvalidValue
 from projections import runner
 
@@ -51,8 +50,7 @@ def create_db(
     if priority_decay_half_life <= 0:
         raise InvalidValue(f"invalid half-life: {priority_decay_half_life} (must be > 0)")
     s = session(ctx)
-    ledger = Ledger.create(
-        s.store,
+    s.create_ledger(
         priority_decay_half_life,
         priority_usage_reset_period,
         decay_factor,
@@ -60,7 +58,6 @@ def create_db(
         actor=actor or s.actor,
         reason=reason or "",
     )
-    s.adopt(ledger)
     click.echo(f"created ledger at {s.store.describe()}")
 
 
@@ -77,4 +74,31 @@ def rebuild(ctx: click.Context) -> None:
     )
 
 
-COMMANDS = [create_db, rebuild]
+@click.command("verify")
+@click.pass_context
+def verify(ctx: click.Context) -> None:
+    """Check the log's hash chain and compare the read models with a rebuild from the log.
+
+    Prints the chain's head (position and link): keep it elsewhere, and a later verify's head
+    must extend it. Exit 1 names the first break."""
+    from projections.verify import verify as verify_ledger
+
+    s = session(ctx)
+    started = time.perf_counter()
+    result = verify_ledger(s.ledger, s.conn)
+    click.echo(
+        f"log: {result.events} events linked, head at position {result.head_position} "
+        f"link {result.head_link}"
+    )
+    if result.unlinked:
+        click.echo(
+            f"log: {result.unlinked} events written before the hash chain existed; the next "
+            "change links them"
+        )
+    click.echo(
+        f"read models: {result.tables} tables equal a rebuild from the log "
+        f"({time.perf_counter() - started:.2f}s)"
+    )
+
+
+COMMANDS = [create_db, rebuild, verify]

@@ -14,7 +14,6 @@ import click
 from cli import audit, banks, jobs, usage
 from cli.params import AsOf
 from cli.session import session
-from ledger.app import Ledger
 from ledger.clock import iso
 
 WEEK = 7 * 86400
@@ -54,9 +53,7 @@ def demo(ctx: click.Context, weeks: int, seed: int) -> None:
     s = session(ctx)
     now = s.now if s.now is not None else time.time()
     start = now - weeks * WEEK
-    s.adopt(
-        Ledger.create(s.store, WEEK, 4 * WEEK, 0.5, now=start, actor=s.actor, reason="demo site")
-    )
+    s.create_ledger(WEEK, 4 * WEEK, 0.5, now=start, actor=s.actor, reason="demo site")
     click.echo(f"created a demo ledger at {s.store.describe()}")
     s.change(lambda site, st: _build_site(site, st), reason="demo site")
     users = [

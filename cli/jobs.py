@@ -19,7 +19,7 @@ from cli.session import Session, change_options, session
 from ledger.errors import InvalidValue, NotFound
 from ledger.flux_jobs import record_from_flux_row
 from ledger.site_usage import AssociationResolver
-from projections import job_queries, runner, usage_tables
+from projections import job_queries
 
 if TYPE_CHECKING:
     from ledger.ingest import BadLine
@@ -115,6 +115,7 @@ def ingest(
         f"recorded {counts['recorded']}, duplicate {counts['duplicate']}, "
         f"unmatched {counts['unmatched']}"
         + (f", invalid {counts['invalid']}" if counts["invalid"] else "")
+        + (f", conflicting {counts['conflicting']}" if counts["conflicting"] else "")
     )
     if counts["recorded"] == 0 and counts["duplicate"]:
         click.echo("nothing new: every job was already recorded", err=True)
@@ -203,31 +204,28 @@ def _record_spool(
 
     ledger = s.ledger
     resolver = AssociationResolver(state)
-    counts = {"recorded": 0, "duplicate": 0, "unmatched": 0}
+    counts = {"recorded": 0, "duplicate": 0, "unmatched": 0, "conflicting": 0}
     show_progress = sys.stderr.isatty() and total_lines > CHUNK_LINES
     with Progress(disable=not show_progress, transient=True) as progress:
         task = progress.add_task("ingesting", total=total_lines)
         for chunk in _chunks(_spooled(spool), RECORD_LINES):
-            # Repeats within a chunk are dropped here; a repeat of an earlier chunk's job is
-            # already recorded, so record_jobs counts it as a duplicate: no input-wide set.
-            records = []
-            seen: set[tuple[str, str]] = set()
-            for record in chunk:
-                key = (record["cluster"], record["id"])
-                if key in seen:
-                    counts["duplicate"] += 1
-                    continue
-                seen.add(key)
-                records.append(record)
-            recorded = ledger.record_jobs(
-                records,
-                sync=lambda: runner.catch_up(ledger, s.conn),
-                known=lambda keys: usage_tables.known_job_keys(s.conn, keys),
-                reason=reason or "",
-                source=source,
-            )
+            outcome = ledger.record_jobs(chunk, reason=reason or "", source=source)
+            recorded = outcome.recorded
+            counts["duplicate"] += outcome.duplicate
+            counts["conflicting"] += len(outcome.conflicts)
+            for conflict in outcome.conflicts:
+                cluster, job_id = conflict.key
+                where = (
+                    f"the record at log position {conflict.position}"
+                    if conflict.position
+                    else "an earlier line of this input"
+                )
+                click.echo(
+                    f"fairledger: conflict: job {job_id} (cluster {cluster}) differs from "
+                    f"{where}; not recorded",
+                    err=True,
+                )
             counts["recorded"] += len(recorded)
-            counts["duplicate"] += len(records) - len(recorded)
             counts["unmatched"] += sum(
                 1
                 for r in recorded

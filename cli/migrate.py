@@ -109,8 +109,7 @@ def _ledger(s: Session) -> Ledger | None:
 def _create(s: Session, plan: ImportPlan, actor: str | None, reason: str | None) -> Ledger:
     """A new ledger with the source's decay settings (so its periods are cut as the source's)."""
     config = dict(plan.config)
-    ledger = Ledger.create(
-        s.store,
+    ledger = s.create_ledger(
         float(config["priority_decay_half_life"]),
         float(config["priority_usage_reset_period"]),
         float(config["decay_factor"]),
@@ -118,7 +117,6 @@ def _create(s: Session, plan: ImportPlan, actor: str | None, reason: str | None)
         actor=actor or s.actor,
         reason=reason or f"import-flux-accounting {os.path.basename(plan.file)}",
     )
-    s.adopt(ledger)
     click.echo(f"created ledger at {s.store.describe()}", err=True)
     return ledger
 
@@ -174,6 +172,8 @@ def _import_jobs(
             {"import": source.path, "sha256": source.sha256, "format": "flux-accounting-db"},
             state,
         )
+    if not recorded["conflicting"]:
+        del recorded["conflicting"]  # the report names conflicts only when there are some
     counts.update(recorded)
     counts["invalid"] = len(bad)
     counts["matched"] = counts["recorded"] - counts["unmatched"]

@@ -39,8 +39,10 @@ class Session:
     @property
     def ledger(self) -> Ledger:
         if self._ledger is None:
-            self._ledger = Ledger.open(self.store, now=self.now, actor=self.actor)
-            runner.prepare(self.conn, self._ledger)
+            ledger = Ledger.open(self.store, now=self.now, actor=self.actor, conn=self.conn)
+            runner.attach(ledger)
+            runner.prepare(self.conn, ledger)
+            self._ledger = ledger
         return self._ledger
 
     @property
@@ -55,10 +57,23 @@ class Session:
         if self._ledger is not None:
             self._ledger.requested_now = now
 
-    def adopt(self, ledger: Ledger) -> None:
-        self._ledger = ledger
+    def create_ledger(
+        self,
+        half_life: float,
+        reset_period: float,
+        decay_factor: float,
+        now: float | None,
+        actor: str,
+        reason: str,
+    ) -> Ledger:
+        """A new ledger at this session's store, its first events projected as they land."""
+        Ledger.make_tables(self.store)
+        ledger = Ledger(self.store, now=now, actor=actor, conn=self.conn)
+        runner.attach(ledger)
         runner.prepare(self.conn, ledger)
-        runner.catch_up(ledger, self.conn)
+        ledger.initialize(half_life, reset_period, decay_factor, reason=reason)
+        self._ledger = ledger
+        return ledger
 
     def read(self, as_of: AsOf | None = None) -> Connection:
         """The read models, caught up with the log; with `as_of`, as they stood then (the
@@ -83,15 +98,13 @@ class Session:
     ) -> T:
         ledger = self.ledger
         ledger.actor = actor or self.actor
-        result = ledger.execute(command, reason=reason or "", source=source)
-        runner.catch_up(ledger, self.conn)
-        return result
+        return ledger.execute(command, reason=reason or "", source=source)
 
     def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
         if self._ledger is not None:
             self._ledger.close()
+        if self._conn is not None:
+            self._conn.close()
 
 
 def session(ctx: click.Context) -> Session:

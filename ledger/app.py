@@ -1,30 +1,59 @@
 """The Ledger application: one eventsourcing Application, one ordered log for every change.
 
-Commands load the Site aggregate (from its newest snapshot), let it validate and trigger events,
-and save them in one transaction; an optimistic-concurrency conflict reloads and retries, so two
-writers never lose each other's updates. Time comes from one clock that never runs backwards.
+A write is one transaction under the writers' lock (ledger.log_tables): load the Site aggregate
+(from its newest snapshot) as committed, take the time, let the command validate and trigger
+events, insert them, link them into the hash chain, and hand them to the projector, which
+brings the read models up to them on the same connection. Only then does it commit: an event
+whose projection fails is never recorded, log order is time order, and no writer loses
+another's update. Time comes from one clock that never runs backwards.
 """
 
 from __future__ import annotations
 
 import json
+import random
+import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
+from uuid import UUID
 
+import psycopg
 from eventsourcing.application import AggregateNotFoundError, Application
-from eventsourcing.persistence import IntegrityError, JSONTranscoder, Transcoding
+from eventsourcing.persistence import IntegrityError, JSONTranscoder, StoredEvent, Transcoding
+from eventsourcing.utils import get_topic
 
+from ledger import log_tables
+from ledger.chain import record_digest
 from ledger.clock import iso, to_datetime
-from ledger.errors import AlreadyExists, ClockWentBackwards, ConcurrentUpdate, LedgerMissing
+from ledger.errors import (
+    AlreadyExists,
+    ClockWentBackwards,
+    ConcurrentUpdate,
+    LedgerMissing,
+    Unprojectable,
+)
 from ledger.joblog import BATCH_SIZE, JOBLOG_ID, JobLog, job_key
 from ledger.site import SITE_ID, Site, Stamp, default_config
 from ledger.state import SiteState, state_from_dict, state_to_dict
-from ledger.storage import StoreConfig, ensure_schema, event_table_exists
+from ledger.storage import Connection, StoreConfig, ensure_schema, event_table_exists
 
 T = TypeVar("T")
+# What a value the read models cannot store raises while it is projected: an integer too wide
+# for a column, a NUL in a PostgreSQL text, a non-finite number.
+UNPROJECTABLE: tuple[type[BaseException], ...] = (
+    OverflowError,
+    ValueError,
+    sqlite3.IntegrityError,
+    psycopg.errors.DataError,
+)
 MAX_ATTEMPTS = 8
+BACKOFF_SECONDS = 0.05  # the first retry waits up to this; each later one up to twice as long
+# Called inside the append transaction with the appended (position, event) pairs; returns what
+# to run once it has committed.
+Projector = Callable[[Connection, list[tuple[int, Any]]], Callable[[], None]]
 SNAPSHOT_INTERVAL = 200
 
 
@@ -66,31 +95,20 @@ class Ledger(Application):
         now: float | None = None,
         actor: str = "",
         create_tables: bool = False,
+        conn: Connection | None = None,
     ) -> None:
         self.store = store
         self.requested_now = now
         self.actor = actor
+        self.projector: Projector | None = None
+        self._conn = conn
+        self._owns_conn = False
+        self._log_ready = False
+        self._after_commit: list[Callable[[], None]] = []
         # Only create-db makes the tables: concurrent DDL from every command that opens the
         # ledger would race in PostgreSQL's catalog ("tuple concurrently updated").
         env = dict(store.eventsourcing_env(), CREATE_TABLE="y" if create_tables else "n")
         super().__init__(env=env)
-
-    def _take_snapshots(self, processing_event: Any) -> None:
-        """At most one snapshot per aggregate and save, at the newest interval it reaches.
-
-        The library takes one at every multiple of the interval, each a copy of the whole site
-        state rebuilt by replay: an import saves thousands of Site events at once, and its
-        intermediate versions share one time, so no read ever asks for them."""
-        newest: dict[Any, int] = {}
-        for event in processing_event.events:
-            aggregate = processing_event.aggregates.get(event.originator_id)
-            if aggregate is None:
-                continue
-            interval = self.snapshotting_intervals.get(type(aggregate))
-            if interval and event.originator_version % interval == 0:
-                newest[event.originator_id] = event.originator_version
-        for aggregate_id, version in newest.items():
-            self.take_snapshot(aggregate_id, version=version)
 
     def register_transcodings(self, transcoder: JSONTranscoder) -> None:
         super().register_transcodings(transcoder)
@@ -99,12 +117,18 @@ class Ledger(Application):
 
     # --- opening ---------------------------------------------------------------------------------
     @classmethod
-    def open(cls, store: StoreConfig, now: float | None = None, actor: str = "") -> Ledger:
+    def open(
+        cls,
+        store: StoreConfig,
+        now: float | None = None,
+        actor: str = "",
+        conn: Connection | None = None,
+    ) -> Ledger:
         if not event_table_exists(store):
             raise LedgerMissing(
                 f"no ledger at {store.describe()}: run 'fairledger create-db' first"
             )
-        ledger = cls(store, now=now, actor=actor)
+        ledger = cls(store, now=now, actor=actor, conn=conn)
         if not ledger.exists():
             ledger.close()
             raise LedgerMissing(
@@ -113,34 +137,49 @@ class Ledger(Application):
         return ledger
 
     @classmethod
-    def create(
-        cls,
-        store: StoreConfig,
-        half_life: float,
-        reset_period: float,
-        decay_factor: float,
-        now: float | None = None,
-        actor: str = "",
-        reason: str = "",
-    ) -> Ledger:
-        config = default_config(half_life, reset_period, decay_factor)
+    def make_tables(cls, store: StoreConfig) -> None:
+        """Create the event store's tables and the log's own (create-db only: concurrent DDL
+        from every command would race in PostgreSQL's catalog)."""
         ensure_schema(store)
-        ledger = cls(store, now=now, actor=actor, create_tables=True)
-        if ledger.exists():
-            ledger.close()
-            raise AlreadyExists(f"a ledger already exists at {store.describe()}")
-        stamp = ledger.stamp(reason)
-        site = Site.create(stamp, epoch=stamp.at.timestamp(), config=config)
-        joblog = JobLog.open(**stamp.kwargs())
+        cls(store, create_tables=True).close()
+        conn = Connection(store)
         try:
-            ledger.save(site, joblog)
-        except IntegrityError:
-            ledger.close()
-            raise AlreadyExists(f"a ledger already exists at {store.describe()}") from None
-        return ledger
+            with conn.transaction():
+                log_tables.create_tables(conn, log_tables.missing_tables(conn))
+        finally:
+            conn.close()
+
+    def initialize(
+        self, half_life: float, reset_period: float, decay_factor: float, reason: str = ""
+    ) -> None:
+        """Record the ledger's first events: the site with its decay settings, the job log."""
+        config = default_config(half_life, reset_period, decay_factor)
+
+        def first_events(conn: Connection) -> None:
+            if log_tables.head_position(conn):
+                raise AlreadyExists(f"a ledger already exists at {self.store.describe()}")
+            stamp = self.stamp(reason)
+            site = Site.create(stamp, epoch=stamp.at.timestamp(), config=config)
+            joblog = JobLog.open(**stamp.kwargs())
+            self._append(conn, [*site.collect_events(), *joblog.collect_events()])
+
+        self._write(first_events)
 
     def exists(self) -> bool:
         return bool(self.recorder.max_notification_id())
+
+    @property
+    def conn(self) -> Connection:
+        """The connection this ledger writes through (events, chain, keys, read models)."""
+        if self._conn is None:
+            self._conn = Connection(self.store)
+            self._owns_conn = True
+        return self._conn
+
+    def close(self) -> None:
+        if self._conn is not None and self._owns_conn:
+            self._conn.close()
+        super().close()
 
     # --- the clock -------------------------------------------------------------------------------
     def newest_event_time(self) -> float | None:
@@ -189,62 +228,209 @@ class Ledger(Application):
         reason: str = "",
         source: dict[str, Any] | None = None,
     ) -> T:
-        """Run one command against fresh state and record its events atomically; retry on a
-        concurrent writer's conflict. A LedgerError from the command records nothing."""
-        for _attempt in range(MAX_ATTEMPTS):
+        """Run one command against the state as it stands under the writers' lock and record
+        its events with their projection, atomically. A LedgerError from the command, or a
+        value the read models cannot hold, records nothing."""
+
+        def work(conn: Connection) -> T:
             site = self.site()
             result = command(site, self.stamp(reason, source))
-            if not site.pending_events:
-                return result
-            try:
-                self.save(site)
-            except IntegrityError:
-                continue  # another writer got there first: re-check against its state
+            self._append(conn, site.collect_events())
             return result
-        raise ConcurrentUpdate(
-            f"gave up after {MAX_ATTEMPTS} attempts: other writers kept changing the site"
-        )
+
+        return self._write(work)
 
     # --- jobs ------------------------------------------------------------------------------------
-    def joblog_version(self) -> int:
-        (last,) = self.events.get(JOBLOG_ID, desc=True, limit=1)
-        return int(last.originator_version)
-
     def record_jobs(
         self,
         records: list[dict[str, Any]],
-        sync: Callable[[], object],
-        known: Callable[[list[tuple[str, str]]], set[tuple[str, str]]],
         reason: str = "",
         source: dict[str, Any] | None = None,
-    ) -> list[dict[str, Any]]:
-        """Record the jobs not yet in the log, in one transaction; returns those recorded.
+    ) -> Recorded:
+        """Record the jobs the log does not hold yet, in one transaction.
 
-        `sync` brings the jobs read model up to the log's head and `known` says which keys it
-        already holds. Reading the job log's version before syncing makes the check exact: a
-        batch appended by someone else after that read conflicts with ours on the version."""
-        for _attempt in range(MAX_ATTEMPTS):
-            head = self.joblog_version()
-            sync()
-            already = known([job_key(r) for r in records])
-            fresh = [r for r in records if job_key(r) not in already]
+        A (cluster, id) already in the log is a duplicate when it says the same, a conflict
+        when it says something else; so is a repeat within `records`. The log's own key index
+        decides, not a read model."""
+
+        def work(conn: Connection) -> Recorded:
+            outcome = Recorded()
+            logged = log_tables.known_keys(conn, [job_key(r) for r in records])
+            fresh: dict[tuple[str, str], tuple[dict[str, Any], str]] = {}
+            for record in records:
+                key, digest = job_key(record), record_digest(record)
+                earlier = logged.get(key) or ((fresh[key][1], 0) if key in fresh else None)
+                if earlier is None:
+                    fresh[key] = (record, digest)
+                elif earlier[0] == digest:
+                    outcome.duplicate += 1
+                else:
+                    outcome.conflicts.append(Conflict(key, earlier[1]))
             if not fresh:
-                return []
+                return outcome
+            kept = list(fresh.values())
+            head = log_tables.stream_version(conn, JOBLOG_ID)
             stamp = self.stamp(reason, source)
             batches = [
                 JobLog.JobsRecorded(  # type: ignore[call-arg]
                     originator_id=JOBLOG_ID,
                     originator_version=head + 1 + n,
-                    records=fresh[start : start + BATCH_SIZE],
+                    records=[r for r, _ in kept[start : start + BATCH_SIZE]],
                     **stamp.kwargs(),
                 )
-                for n, start in enumerate(range(0, len(fresh), BATCH_SIZE))
+                for n, start in enumerate(range(0, len(kept), BATCH_SIZE))
             ]
+            positions = self._append(conn, batches)
+            log_tables.insert_keys(
+                conn,
+                [
+                    (*job_key(record), digest, position)
+                    for position, start in zip(
+                        positions, range(0, len(kept), BATCH_SIZE), strict=True
+                    )
+                    for record, digest in kept[start : start + BATCH_SIZE]
+                ],
+            )
+            outcome.recorded = [r for r, _ in kept]
+            return outcome
+
+        return self._write(work)
+
+    # --- the append transaction ------------------------------------------------------------------
+    def _write(self, work: Callable[[Connection], T]) -> T:
+        """Run `work` in one transaction under the writers' lock; retry, with jittered backoff,
+        when the lock cannot be had in time or a writer outside the lock (an older release)
+        appended first."""
+        conn = self.conn
+        for attempt in range(MAX_ATTEMPTS):
+            self._after_commit = []
             try:
-                self.save(*batches)
-            except IntegrityError:
-                continue  # another ingester appended first: re-check against its jobs
-            return fresh
+                with conn.transaction():
+                    log_tables.lock(conn)
+                    self._prepare_log(conn)
+                    result = work(conn)
+            except Exception as err:
+                if not _transient(err):
+                    raise
+                if attempt < MAX_ATTEMPTS - 1:
+                    time.sleep(random.uniform(0, BACKOFF_SECONDS * 2**attempt))
+                continue
+            for hook in self._after_commit:
+                hook()
+            return result
         raise ConcurrentUpdate(
-            f"gave up after {MAX_ATTEMPTS} attempts: other ingesters kept appending"
+            f"gave up after {MAX_ATTEMPTS} attempts: the ledger stayed locked by other writers"
         )
+
+    def _prepare_log(self, conn: Connection) -> None:
+        """Once per process: the log's own tables, and the key index of a ledger written
+        before it existed."""
+        if self._log_ready:
+            return
+        missing = log_tables.missing_tables(conn)
+        log_tables.create_tables(conn, missing)
+        through = log_tables.keys_through(conn)
+        rows: list[tuple[str, str, str, int]] = []
+        for position, originator, version, row_topic, state in log_tables.stored_after(
+            conn, through, get_topic(JobLog.JobsRecorded)
+        ):
+            event: Any = self.mapper.to_domain_event(
+                StoredEvent(
+                    originator_id=UUID(originator),
+                    originator_version=version,
+                    topic=row_topic,
+                    state=state,
+                )
+            )
+            rows.extend((*job_key(r), record_digest(r), position) for r in event.records)
+            if len(rows) >= 5000:
+                log_tables.insert_keys(conn, rows)
+                rows = []
+        log_tables.insert_keys(conn, rows)
+        self._log_ready = True
+
+    def _append(self, conn: Connection, events: Sequence[Any]) -> list[int]:
+        """Insert `events`, link them into the chain and project them, in the open
+        transaction; their log positions."""
+        if not events:
+            return []
+        if self.projector is None:
+            raise RuntimeError("a ledger records events only with its projector attached")
+        try:
+            positions = log_tables.insert_events(
+                conn, [self.mapper.to_stored_event(e) for e in events]
+            )
+        except _integrity_errors() as err:
+            raise _AppendConflict(str(err)) from err
+        log_tables.extend_chain(conn)
+        try:
+            keep = self.projector(conn, list(zip(positions, events, strict=True)))
+        except UNPROJECTABLE as err:
+            raise Unprojectable(
+                f"the read models cannot hold this change ({_first_line(err)}); nothing recorded"
+            ) from None
+        self._after_commit.append(keep)
+        self._after_commit.append(lambda: self._snapshot(events))
+        return positions
+
+    def _snapshot(self, events: Sequence[Any]) -> None:
+        """At most one snapshot per save, at the newest interval it reaches: an import saves
+        thousands of Site events at once, and its intermediate versions share one time."""
+        versions = [
+            e.originator_version
+            for e in events
+            if e.originator_id == SITE_ID and e.originator_version % SNAPSHOT_INTERVAL == 0
+        ]
+        if versions:
+            self.take_snapshot(SITE_ID, version=max(versions))
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """A job whose (cluster, id) the log holds with other content (position 0: earlier in the
+    same input)."""
+
+    key: tuple[str, str]
+    position: int
+
+
+@dataclass
+class Recorded:
+    recorded: list[dict[str, Any]] = field(default_factory=list)
+    duplicate: int = 0
+    conflicts: list[Conflict] = field(default_factory=list)
+
+
+class _AppendConflict(Exception):
+    """A writer outside the lock took a version we meant to append: retry against it."""
+
+
+def _integrity_errors() -> tuple[type[BaseException], ...]:
+    import sqlite3
+
+    import psycopg
+
+    return (sqlite3.IntegrityError, psycopg.errors.IntegrityError, IntegrityError)
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
+
+
+def _transient(err: BaseException) -> bool:
+    """A lock that could not be had in time, or a lost race: worth another attempt."""
+    import sqlite3
+
+    import psycopg
+
+    if isinstance(err, _AppendConflict):
+        return True
+    if isinstance(err, sqlite3.OperationalError):
+        return "locked" in str(err) or "busy" in str(err)
+    return isinstance(
+        err,
+        psycopg.errors.LockNotAvailable
+        | psycopg.errors.SerializationFailure
+        | psycopg.errors.DeadlockDetected,
+    )

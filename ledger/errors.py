@@ -27,3 +27,11 @@ class LedgerMissing(LedgerError):
 
 class ConcurrentUpdate(LedgerError):
     """Another writer kept winning the race for the same objects; nothing of ours was written."""
+
+
+class Unprojectable(LedgerError):
+    """A change the read models could not hold: refused before it reached the log."""
+
+
+class TamperedLog(LedgerError):
+    """The event log or its read models fail verification: the message names the first break."""

@@ -1,16 +1,20 @@
-"""Catch-up and rebuild of the read models: one projection reads the whole log in order, so
-the site tables, jobs, usage and fair-share always reflect one log position, and a rebuild
-folds exactly what the incremental updates folded. Its position moves in the same transaction
-as the rows, so a crash never leaves a half-applied page, and two processes catching up at once
-apply each event once (the second waits for the first's lock, then sees the new position)."""
+"""The read models' projector, catch-up and rebuild: one projection reads the whole log in
+order, so the site tables, jobs, usage and fair-share always reflect one log position, and a
+rebuild folds exactly what the incremental updates folded. New events are projected inside the
+transaction that appends them (see `project`), so the log never holds an event its read models
+could not take; catch-up only serves a ledger written by an earlier release or just-dropped read
+models. Positions move in the same transaction as the rows, under the writers' lock, so a
+crash never leaves a half-applied page and two processes never apply an event twice."""
 
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 from ledger import events as ev
 from ledger import import_events as iev
+from ledger import log_tables
 from ledger.app import Ledger
 from ledger.joblog import JobLog
 from ledger.reducers import Touched, fold
@@ -33,30 +37,25 @@ def all_tables() -> dict[str, str]:
 
 
 def create_tables(conn: Connection) -> None:
-    with conn.transaction():
-        if conn.config.is_postgres:
-            # Concurrent CREATE ... IF NOT EXISTS can still collide in the catalog.
-            conn.execute("SELECT pg_advisory_xact_lock(7262001)")
-        for ddl in all_tables().values():
-            conn.execute(ddl)
-        for ddl in schema.INDEXES + usage_tables.INDEXES + checkpoints.INDEXES:
-            conn.execute(ddl)
-        for name in TRACKING_ROWS:
-            if not conn.query("SELECT 1 AS x FROM projection_tracking WHERE name = ?", (name,)):
-                conn.execute("INSERT INTO projection_tracking VALUES (?, 0)", (name,))
-        if not conn.query(
-            "SELECT 1 AS x FROM projection_tracking WHERE name = ?", (READ_MODEL_KEY,)
-        ):
-            conn.execute(
-                "INSERT INTO projection_tracking VALUES (?, ?)",
-                (READ_MODEL_KEY, schema.READ_MODEL_VERSION),
-            )
+    """In the open transaction, under the writers' lock (concurrent CREATE ... IF NOT EXISTS
+    can still collide in PostgreSQL's catalog)."""
+    for ddl in all_tables().values():
+        conn.execute(ddl)
+    for ddl in schema.INDEXES + usage_tables.INDEXES + checkpoints.INDEXES:
+        conn.execute(ddl)
+    for name in TRACKING_ROWS:
+        if not conn.query("SELECT 1 AS x FROM projection_tracking WHERE name = ?", (name,)):
+            conn.execute("INSERT INTO projection_tracking VALUES (?, 0)", (name,))
+    if not conn.query("SELECT 1 AS x FROM projection_tracking WHERE name = ?", (READ_MODEL_KEY,)):
+        conn.execute(
+            "INSERT INTO projection_tracking VALUES (?, ?)",
+            (READ_MODEL_KEY, schema.READ_MODEL_VERSION),
+        )
 
 
 def drop_tables(conn: Connection) -> None:
-    with conn.transaction():
-        for name in all_tables():
-            conn.execute(f"DROP TABLE IF EXISTS {name}")
+    for name in all_tables():
+        conn.execute(f"DROP TABLE IF EXISTS {name}")
 
 
 def _tracked(conn: Connection, name: str, lock: bool = False) -> int:
@@ -164,39 +163,66 @@ class _Folder:
             )
 
 
+def _fold(ledger: Ledger, conn: Connection, appended: list[tuple[int, Any]]) -> Callable[[], None]:
+    """In the open transaction: apply the committed events the read models have not seen,
+    then `appended` (this transaction's own, not yet visible to the event store's reader),
+    and move the positions. Returns what to keep once the transaction has committed."""
+    position = _tracked(conn, PROJECTION, lock=True)
+    committed = appended[0][0] - 1 if appended else ledger.recorder.max_notification_id() or 0
+    site_version = _tracked(conn, SITE_VERSION)
+    folder = _Folder(conn, _folded_state(ledger, site_version), site_version)
+    _FOLDED.pop(ledger, None)  # folding mutates it: cached again only once committed
+    start = position
+    while start < committed and (
+        page := ledger.recorder.select_notifications(
+            start=start, limit=PAGE_SIZE, stop=committed, inclusive_of_start=False
+        )
+    ):
+        for notification in page:
+            folder.apply(ledger.mapper.to_domain_event(notification), notification.id)
+        start = page[-1].id
+    for at, event in appended:
+        folder.apply(event, at)
+    folder.finish()
+    head = appended[-1][0] if appended else committed
+    conn.execute("UPDATE projection_tracking SET position = ? WHERE name = ?", (head, PROJECTION))
+    conn.execute(
+        "UPDATE projection_tracking SET position = ? WHERE name = ?",
+        (folder.site_version, SITE_VERSION),
+    )
+
+    def keep() -> None:
+        # For this process's next fold (an ingest folds once per chunk): loading a
+        # 10k-association site from its snapshot costs more than the chunk's jobs.
+        _FOLDED[ledger] = (folder.site_version, folder.state)
+
+    return keep
+
+
+def project(
+    ledger: Ledger, conn: Connection, appended: list[tuple[int, Any]]
+) -> Callable[[], None]:
+    """The ledger's projector: called inside its append transaction (ledger.app), so an event
+    the read models cannot hold makes the whole append fail and nothing is recorded."""
+    return _fold(ledger, conn, appended)
+
+
+def attach(ledger: Ledger) -> None:
+    """Make `ledger` project what it appends, in the same transaction."""
+    ledger.projector = lambda conn, appended: project(ledger, conn, appended)
+
+
 def catch_up(ledger: Ledger, conn: Connection) -> int:
-    """Apply every event after the read models' position; returns how many were applied."""
-    if _tracked(conn, PROJECTION) >= (ledger.recorder.max_notification_id() or 0):
-        return 0  # caught up: reads take no write lock
+    """Apply every committed event after the read models' position (a ledger written by an
+    earlier release, or read models just rebuilt); returns how many were applied."""
+    behind = (ledger.recorder.max_notification_id() or 0) - _tracked(conn, PROJECTION)
+    if behind <= 0:
+        return 0  # caught up: reads take no lock and need no write privilege
     with conn.transaction():
-        position = _tracked(conn, PROJECTION, lock=True)
-        head = ledger.recorder.max_notification_id() or 0
-        if head <= position:
-            return 0
-        site_version = _tracked(conn, SITE_VERSION)
-        folder = _Folder(conn, _folded_state(ledger, site_version), site_version)
-        _FOLDED.pop(ledger, None)  # folding mutates it: cached again only on success
-        applied = 0
-        start = position
-        while page := ledger.recorder.select_notifications(
-            start=start, limit=PAGE_SIZE, stop=head, inclusive_of_start=False
-        ):
-            for notification in page:
-                folder.apply(ledger.mapper.to_domain_event(notification), notification.id)
-            applied += len(page)
-            start = page[-1].id
-        folder.finish()
-        conn.execute(
-            "UPDATE projection_tracking SET position = ? WHERE name = ?", (head, PROJECTION)
-        )
-        conn.execute(
-            "UPDATE projection_tracking SET position = ? WHERE name = ?",
-            (folder.site_version, SITE_VERSION),
-        )
-    # Kept for this process's next catch-up (an ingest catches up once per chunk): loading a
-    # 10k-association site from its snapshot costs more than the chunk's jobs.
-    _FOLDED[ledger] = (folder.site_version, folder.state)
-    return applied
+        log_tables.lock(conn)
+        keep = _fold(ledger, conn, [])
+    keep()
+    return behind
 
 
 def prepare(conn: Connection, ledger: Ledger) -> None:
@@ -204,13 +230,33 @@ def prepare(conn: Connection, ledger: Ledger) -> None:
     try:
         version = _tracked(conn, READ_MODEL_KEY)
     except Exception:  # no tracking table yet (either store's "no such table" error)
-        create_tables(conn)
+        with conn.transaction():
+            log_tables.lock(conn)
+            create_tables(conn)
         version = _tracked(conn, READ_MODEL_KEY)
     if version != schema.READ_MODEL_VERSION:
         rebuild(ledger, conn)
 
 
 def rebuild(ledger: Ledger, conn: Connection) -> None:
-    drop_tables(conn)
-    create_tables(conn)
-    catch_up(ledger, conn)
+    """Drop and refold every read model in one transaction under the writers' lock: readers
+    see the old tables until it commits, and no writer projects into half-built ones."""
+    with conn.transaction():
+        log_tables.lock(conn)
+        drop_tables(conn)
+        create_tables(conn)
+        _FOLDED.pop(ledger, None)
+        keep = _fold(ledger, conn, [])
+    keep()
+
+
+def tracked_position(conn: Connection) -> int:
+    """The log position the read models reflect."""
+    return _tracked(conn, PROJECTION)
+
+
+def fold_into(ledger: Ledger, conn: Connection) -> None:
+    """Fold the whole log into the read models of an empty database (verify's rebuild)."""
+    with conn.transaction():
+        create_tables(conn)
+        _fold(ledger, conn, [])

@@ -81,20 +81,44 @@ class Store:
             conn.close()
 
 
+def _verified(store: Store, request: pytest.FixtureRequest) -> None:
+    """Every ledger a test leaves behind passes `fairledger verify` (the hash chain, and read
+    models equal to a rebuild), unless the test broke it on purpose (`@pytest.mark.tampered`)."""
+    from ledger.storage import event_table_exists, parse_store_url
+
+    if request.node.get_closest_marker("tampered") is not None:
+        return
+    if not event_table_exists(parse_store_url(store.url)):
+        return
+    result = store.run("verify", now=None, expect=None)
+    if result.exit_code != 0:
+        pytest.fail(f"fairledger verify failed on the ledger this test left:\n{result.stderr}")
+
+
 @pytest.fixture(params=["sqlite", "postgres"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     if request.param == "sqlite":
-        yield Store("sqlite", f"sqlite:///{tmp_path / 'ledger.db'}")
+        built = Store("sqlite", f"sqlite:///{tmp_path / 'ledger.db'}")
+        yield built
+        _verified(built, request)
         return
     problem = _pg_reachable()
     if problem is not None:
         if REQUIRE_PG:
             pytest.fail(f"PostgreSQL required but unreachable at {PG_URL}: {problem}")
         pytest.skip(f"PostgreSQL unreachable at {PG_URL}: {problem}")
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    built = Store("postgres", f"{PG_URL.split('?')[0]}?schema={schema}")
+    try:
+        yield built
+        _verified(built, request)
+    finally:
+        _drop_schema(schema)
+
+
+def _drop_schema(schema: str) -> None:
     import psycopg
 
-    schema = f"t_{uuid.uuid4().hex[:12]}"
-    yield Store("postgres", f"{PG_URL.split('?')[0]}?schema={schema}")
     with psycopg.connect(PG_URL.split("?")[0], autocommit=True) as conn:
         conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 

@@ -14,6 +14,7 @@ from ledger import events as ev
 from ledger.app import Ledger
 from ledger.site import SITE_ID
 from ledger.storage import parse_store_url
+from projections import runner
 from tests.cli.sites import build_flux_account_site
 from tests.conftest import T0, Store
 
@@ -111,6 +112,7 @@ def test_snapshots_keep_state_exact(ledger_store: Store) -> None:
     ledger_store.run("add-bank", "root", "1")
     ledger_store.run("add-bank", "A", "1", "--parent-bank", "root")
     ledger = Ledger(parse_store_url(ledger_store.url), now=T0, actor="t")
+    runner.attach(ledger)
     try:
         for i in range(230):
             ledger.execute(lambda s, st, i=i: s.add_user(st, f"u{i:03d}", "A", 6000 + i, {}))

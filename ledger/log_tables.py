@@ -1,0 +1,212 @@
+"""The log's own tables, written only inside the writers' append transaction.
+
+Beside the eventsourcing library's event table, the log keeps two tables of its own:
+`event_hashes` (one link of the hash chain per event, see ledger.chain) and `job_keys` (every
+recorded job's (cluster, id) with the digest of what it said and the position that recorded
+it). Both are part of the log, not read models: they are never rebuilt, only extended, and the
+store refuses to change them (ledger.append_only). `job_keys` is what makes ingest exactly-once
+without trusting a read model: a key there is never appended again.
+
+Every writer takes one lock per ledger before it reads the state it validates against and
+before it takes the time it stamps (SQLite: the database's write lock from BEGIN IMMEDIATE;
+PostgreSQL: a transaction-level advisory lock per schema). So writers are serialized, each sees
+the others' committed events, and timestamps never decrease along the log.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+from uuid import UUID
+
+from ledger.chain import GENESIS, link
+from ledger.storage import Connection
+
+EVENT_HASHES = "event_hashes"
+JOB_KEYS = "job_keys"
+LOG_TABLES = (EVENT_HASHES, JOB_KEYS)
+PAGE = 200  # stored events read at a time when linking or indexing a backlog
+LOCK_TIMEOUT_SECONDS = 60
+
+_DDL = {
+    EVENT_HASHES: f"""
+        CREATE TABLE IF NOT EXISTS {EVENT_HASHES} (
+            position BIGINT PRIMARY KEY,
+            link TEXT NOT NULL
+        )""",
+    JOB_KEYS: f"""
+        CREATE TABLE IF NOT EXISTS {JOB_KEYS} (
+            cluster TEXT NOT NULL,
+            id TEXT NOT NULL,
+            digest TEXT NOT NULL,
+            position BIGINT NOT NULL,
+            PRIMARY KEY (cluster, id)
+        )""",
+}
+
+
+def events_table(conn: Connection) -> str:
+    return "ledger_events" if conn.config.is_postgres else "stored_events"
+
+
+def snapshots_table(conn: Connection) -> str:
+    return "ledger_snapshots" if conn.config.is_postgres else "stored_snapshots"
+
+
+def _position(conn: Connection) -> str:
+    return "notification_id" if conn.config.is_postgres else "rowid"
+
+
+def lock(conn: Connection) -> None:
+    """Take the writers' lock in the open transaction (held until it ends)."""
+    if conn.config.is_postgres:
+        conn.execute(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT_SECONDS}s'")
+        conn.execute(
+            "SELECT pg_advisory_xact_lock(hashtext(?))", (f"fairledger:{conn.config.schema}",)
+        )
+    # SQLite: BEGIN IMMEDIATE (Connection.transaction) already holds the database's write lock.
+
+
+def missing_tables(conn: Connection) -> list[str]:
+    if conn.config.is_postgres:
+        return [
+            name
+            for name in LOG_TABLES
+            if conn.query("SELECT to_regclass(?) AS t", (name,))[0]["t"] is None
+        ]
+    present = {
+        row["name"] for row in conn.query("SELECT name FROM sqlite_master WHERE type = 'table'")
+    }
+    return [name for name in LOG_TABLES if name not in present]
+
+
+def create_tables(conn: Connection, names: Sequence[str]) -> None:
+    for name in names:
+        conn.execute(_DDL[name])
+
+
+def insert_events(conn: Connection, stored: Sequence[Any]) -> list[int]:
+    """Append stored events (eventsourcing StoredEvent) in order; their log positions."""
+    table = events_table(conn)
+    positions = []
+    for event in stored:
+        if conn.config.is_postgres:
+            row = conn.execute(
+                f"INSERT INTO {table} (originator_id, originator_version, topic, state) "
+                "VALUES (?, ?, ?, ?) RETURNING notification_id",
+                (event.originator_id, event.originator_version, event.topic, event.state),
+            ).fetchone()
+            positions.append(int(row[0]))
+        else:
+            cursor = conn.execute(
+                f"INSERT INTO {table} (originator_id, originator_version, topic, state) "
+                "VALUES (?, ?, ?, ?)",
+                (_hex(event.originator_id), event.originator_version, event.topic, event.state),
+            )
+            positions.append(int(cursor.lastrowid))
+    return positions
+
+
+def _hex(originator_id: Any) -> str:
+    return originator_id.hex if isinstance(originator_id, UUID) else UUID(str(originator_id)).hex
+
+
+def head_position(conn: Connection) -> int:
+    row = conn.query(f"SELECT MAX({_position(conn)}) AS p FROM {events_table(conn)}")[0]
+    return int(row["p"] or 0)
+
+
+def stream_version(conn: Connection, originator_id: UUID) -> int:
+    key: Any = originator_id if conn.config.is_postgres else originator_id.hex
+    row = conn.query(
+        f"SELECT MAX(originator_version) AS v FROM {events_table(conn)} WHERE originator_id = ?",
+        (key,),
+    )[0]
+    return int(row["v"] or 0)
+
+
+def stored_after(
+    conn: Connection, after: int, topic: str | None = None
+) -> Iterator[tuple[int, str, int, str, bytes]]:
+    """(position, originator hex, version, topic, state) of the events after `after`, in log
+    order, a page at a time; with `topic`, only those of that topic."""
+    where = " AND topic = ?" if topic else ""
+    pos = _position(conn)
+    while True:
+        rows = conn.execute(
+            f"SELECT {pos}, originator_id, originator_version, topic, state "
+            f"FROM {events_table(conn)} WHERE {pos} > ?{where} ORDER BY {pos} LIMIT {PAGE}",
+            (after, topic) if topic else (after,),
+        ).fetchall()
+        for position, originator, version, row_topic, state in rows:
+            yield int(position), _hex(originator), int(version), str(row_topic), _bytes(state)
+        if len(rows) < PAGE:
+            return
+        after = int(rows[-1][0])
+
+
+def _bytes(state: Any) -> bytes:
+    # The library writes bytes; a hand edit may leave text, which must still hash (and differ).
+    return state.encode("utf-8") if isinstance(state, str) else bytes(state)
+
+
+def chain_head(conn: Connection) -> tuple[int, str]:
+    rows = conn.query(f"SELECT position, link FROM {EVENT_HASHES} ORDER BY position DESC LIMIT 1")
+    return (int(rows[0]["position"]), str(rows[0]["link"])) if rows else (0, GENESIS)
+
+
+def extend_chain(conn: Connection) -> tuple[int, str]:
+    """Link every event after the chain's head (this transaction's, and those of a ledger
+    written before the chain existed); the new head."""
+    head, previous = chain_head(conn)
+    rows = []
+    for position, originator, version, topic, state in stored_after(conn, head):
+        previous = link(previous, position, originator, version, topic, state)
+        head = position
+        rows.append((position, previous))
+        if len(rows) >= PAGE:
+            conn.executemany(f"INSERT INTO {EVENT_HASHES} VALUES (?, ?)", rows)
+            rows = []
+    conn.executemany(f"INSERT INTO {EVENT_HASHES} VALUES (?, ?)", rows)
+    return head, previous
+
+
+def known_keys(
+    conn: Connection, keys: Sequence[tuple[str, str]]
+) -> dict[tuple[str, str], tuple[str, int]]:
+    """Which of `keys` the log already holds: key -> (digest, position)."""
+    by_cluster: dict[str, list[str]] = {}
+    for cluster, job_id in keys:
+        by_cluster.setdefault(cluster, []).append(job_id)
+    found: dict[tuple[str, str], tuple[str, int]] = {}
+    for cluster, ids in by_cluster.items():
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            if conn.config.is_postgres:
+                rows = conn.query(
+                    f"SELECT id, digest, position FROM {JOB_KEYS} "
+                    "WHERE cluster = ? AND id = ANY(?)",
+                    (cluster, chunk),
+                )
+            else:
+                marks = ", ".join("?" * len(chunk))
+                rows = conn.query(
+                    f"SELECT id, digest, position FROM {JOB_KEYS} "
+                    f"WHERE cluster = ? AND id IN ({marks})",
+                    (cluster, *chunk),
+                )
+            for row in rows:
+                found[(cluster, str(row["id"]))] = (str(row["digest"]), int(row["position"]))
+    return found
+
+
+def insert_keys(conn: Connection, rows: Sequence[tuple[str, str, str, int]]) -> None:
+    """(cluster, id, digest, position) rows; a key already there keeps its first record."""
+    conn.executemany(
+        f"INSERT INTO {JOB_KEYS} VALUES (?, ?, ?, ?) ON CONFLICT (cluster, id) DO NOTHING", rows
+    )
+
+
+def keys_through(conn: Connection) -> int:
+    row = conn.query(f"SELECT MAX(position) AS p FROM {JOB_KEYS}")[0]
+    return int(row["p"] or 0)
