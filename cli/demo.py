@@ -11,7 +11,7 @@ import time
 
 import click
 
-from cli import audit, banks, jobs, usage
+from cli import admin, audit, banks, jobs, usage
 from cli.params import AsOf
 from cli.session import session
 from ledger.clock import iso
@@ -118,6 +118,8 @@ def demo(ctx: click.Context, weeks: int, seed: int) -> None:
         until=None,
         as_json=False,
     )
+    click.echo("$ fairledger verify")
+    ctx.invoke(admin.verify)
 
 
 def _build_site(site, stamp):  # type: ignore[no-untyped-def]

@@ -14,6 +14,7 @@ def test_demo_builds_a_site_with_usage_and_fairshare(store: Store) -> None:
     tree = out[out.index("Bank ") :]
     assert tree.splitlines()[1].startswith("root ")
     assert "edit-user alice/theory: max_running_jobs 5 → 10  (paper deadline)" in out
+    assert "$ fairledger verify\nlog: " in out and "tables equal a rebuild from the log" in out
     rows = json.loads(store.run("list-users", "--json", now=T0).stdout)
     assert len(rows) == 12
     assert all(r["job_usage"] > 0 for r in rows)
