@@ -103,8 +103,7 @@ class SlurmUser:
         _check_shares(self.shares, f"user ({self.name}, {self.account})")
         if isinstance(self.usage, bool) or not isinstance(self.usage, int | float):
             raise InvalidValue(
-                f"usage of user ({self.name}, {self.account}) must be a number,"
-                f" got {self.usage!r}"
+                f"usage of user ({self.name}, {self.account}) must be a number, got {self.usage!r}"
             )
         if not math.isfinite(self.usage) or self.usage < 0:
             raise InvalidValue(

@@ -1,0 +1,376 @@
+"""Fair Tree (`ledger.fair_tree`) against Slurm's test24.4 and against each trap of its code.
+
+The vector gives sshare's printed values (`%f`), so rows are compared as the exact strings sshare
+would print: no tolerance.
+"""
+
+from __future__ import annotations
+
+import random
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ledger.errors import InvalidValue
+from ledger.fair_tree import LONG_DOUBLE_IS_X87, compute_fair_tree
+from ledger.slurm_shares import PARENT, ROOT, SlurmAccount, SlurmUser, build_tree
+from tests.unit.slurm_vectors import expected_fields, load_vector
+
+needs_x87 = pytest.mark.skipif(
+    not LONG_DOUBLE_IS_X87, reason="numpy.longdouble is not the 80-bit x87 type here"
+)
+
+FAIR_TREE_COLUMNS = 9  # Account .. LevelFS
+
+VECTOR_24_4 = load_vector("test24_4")
+
+
+def acct(name: str, parent: str = ROOT, shares: int = 1) -> SlurmAccount:
+    return SlurmAccount(name, parent, shares)
+
+
+def user(name: str, account: str = ROOT, shares: int = 1, usage: float = 0.0) -> SlurmUser:
+    return SlurmUser(name, account, shares, usage)
+
+
+def fair_shares(accounts: list[SlurmAccount], users: list[SlurmUser]) -> dict[str, float]:
+    result = compute_fair_tree(accounts, users)
+    return {row.user: row.fair_share for row in result.rows if row.user and row.fair_share}
+
+
+# --- Slurm's vector -------------------------------------------------------------------------
+
+
+@needs_x87
+@pytest.mark.parametrize("index", range(len(VECTOR_24_4.expected)))
+def test_test24_4_row(index: int) -> None:
+    """Every row of test24.4, in sshare's order, field for field as printed."""
+    result = compute_fair_tree(VECTOR_24_4.accounts, VECTOR_24_4.users)
+    assert len(result.rows) == len(VECTOR_24_4.expected) == 35
+    expected = VECTOR_24_4.expected[index]
+    assert result.rows[index].sshare_fields() == expected_fields(expected, FAIR_TREE_COLUMNS)
+    assert expected.startswith(result.rows[index].sshare_line())
+
+
+def test_test24_4_counts_every_user_association() -> None:
+    result = compute_fair_tree(VECTOR_24_4.accounts, VECTOR_24_4.users)
+    assert result.user_count == 21
+    # uD2 and uD3 are both 22/17 in exact arithmetic; Slurm's floats put uD3 strictly ahead.
+    assert result.user("aD", "uD3").level_fs > result.user("aD", "uD2").level_fs  # type: ignore[operator]
+    assert Fraction(40, 170) / Fraction(20, 110) == Fraction(50, 170) / Fraction(25, 110)
+
+
+# --- tied sibling accounts: visited in turn, never merged ----------------------------------
+
+
+def tied_accounts(first: str, second: str) -> tuple[list[SlurmAccount], list[SlurmUser]]:
+    """§1.3's example: two accounts with LevelFS 1.0 each; `first` holds a1 (30) and a2 (10),
+    `second` holds b1 (20) and b2 (20)."""
+    accounts = [acct(first), acct(second)]
+    users = [
+        user("a1", first, usage=30),
+        user("a2", first, usage=10),
+        user("b1", second, usage=20),
+        user("b2", second, usage=20),
+    ]
+    return accounts, users
+
+
+def test_tied_accounts_are_not_merged_and_the_later_one_continues_the_rank() -> None:
+    result = compute_fair_tree(*tied_accounts("A", "B"))
+    assert result.account("A").level_fs == result.account("B").level_fs == 1
+    assert {k[1]: v for k, v in result.fair_shares().items()} == {
+        "a2": 1.0,
+        "a1": 0.75,
+        # B's first user inherits a1's rank: B was tied with A.
+        "b1": 0.75,
+        "b2": 0.75,
+    }
+    # The documented merge would give a1 0.25 (a2, b1, b2 ahead of it): not what Slurm does.
+    assert result.user("A", "a1").fair_share != 0.25
+
+
+def test_tied_accounts_are_visited_in_name_order() -> None:
+    # Same tree with the names swapped: the account holding b1/b2 is now visited first.
+    result = compute_fair_tree(*tied_accounts("B", "A"))
+    assert {k[1]: v for k, v in result.fair_shares().items()} == {
+        "b1": 1.0,
+        "b2": 1.0,
+        "a2": 1.0,
+        "a1": 0.25,
+    }
+
+
+def test_tied_account_order_is_lineage_byte_order() -> None:
+    # Lineage `/a-b/` sorts before `/a/` ('-' < '/'), although the name "a" < "a-b".
+    accounts, users = tied_accounts("a-b", "a")
+    assert fair_shares(accounts, users) == {"a2": 1.0, "a1": 0.75, "b1": 0.75, "b2": 0.75}
+
+
+def test_all_idle_users_do_not_all_get_one() -> None:
+    """Zero-share accounts tie at LevelFS 0; the second one's idle user inherits a low rank."""
+    accounts = [acct("A", shares=0), acct("B", shares=0)]
+    users = [
+        user("u"),
+        user("a1", "A"),
+        user("a2", "A", shares=0),
+        user("b1", "B"),
+        user("b2", "B"),
+    ]
+    result = compute_fair_tree(accounts, users)
+    assert {k[1]: v for k, v in result.fair_shares().items()} == {
+        "u": 1.0,
+        "a1": 0.8,
+        "a2": 0.6,
+        "b1": 0.6,  # LevelFS inf, idle, and still 0.6
+        "b2": 0.6,
+    }
+    assert result.user("B", "b1").level_fs == np.inf
+
+
+def test_a_user_tied_with_a_sibling_account_shares_its_first_users_rank() -> None:
+    # u (LevelFS 1) and account S (LevelFS 1) under A; S's best user takes u's rank.
+    accounts = [acct("A"), acct("S", "A")]
+    users = [
+        user("u", "A", usage=10),
+        user("s1", "S", usage=2),
+        user("s2", "S", usage=8),
+        user("x", ROOT, usage=1000),
+    ]
+    result = compute_fair_tree(accounts, users)
+    assert result.user("A", "u").level_fs == result.account("S").level_fs == 1
+    shares = {k[1]: v for k, v in result.fair_shares().items()}
+    assert shares == {"u": 1.0, "s1": 1.0, "s2": 0.5, "x": 0.25}
+
+
+# --- long double ----------------------------------------------------------------------------
+
+
+def double_level_fs(shares: int, level_shares: int, usage: float, parent_usage: float) -> float:
+    """LevelFS as a plain-float implementation would compute it."""
+    return (shares / level_shares) / (usage / parent_usage)
+
+
+@needs_x87
+def test_a_near_tie_is_ordered_by_long_double_not_by_double() -> None:
+    # x and y are exactly tied in real numbers: (1/4)/(3/14) == (3/4)/(9/14) == 7/6.
+    users = [
+        user("x", shares=1, usage=3),
+        user("y", shares=3, usage=9),
+        user("z", shares=0, usage=2),
+    ]
+    result = compute_fair_tree([], users)
+    x, y = result.user(ROOT, "x"), result.user(ROOT, "y")
+    assert x.level_fs is not None and y.level_fs is not None
+    assert x.level_fs < y.level_fs  # long double: y ahead
+    assert (y.fair_share, x.fair_share) == (1.0, pytest.approx(2 / 3))
+    # In doubles the order is the other way round, so x would get 1.0.
+    assert double_level_fs(1, 4, 3, 14) > double_level_fs(3, 4, 9, 14)
+
+
+@needs_x87
+def test_a_tie_in_double_is_no_tie_in_long_double() -> None:
+    users = [user("x", shares=1, usage=1), user("y", shares=9, usage=9)]
+    result = compute_fair_tree([], users)
+    assert double_level_fs(1, 10, 1, 10) == double_level_fs(9, 10, 9, 10) == 1.0
+    assert result.user(ROOT, "x").fair_share == 1.0
+    assert result.user(ROOT, "y").fair_share == 0.5  # a double implementation ties it at 1.0
+
+
+# --- Fairshare=parent -----------------------------------------------------------------------
+
+
+def test_parent_account_children_compete_with_its_siblings() -> None:
+    accounts = [acct("P", shares=PARENT), acct("Q", shares=10)]
+    users = [
+        user("p1", "P", shares=10, usage=10),
+        user("p2", "P", shares=10, usage=30),
+        user("q1", "Q", shares=1, usage=20),
+    ]
+    tree = build_tree(accounts, users)
+    by_key = {a.key: a for a in tree.associations}
+    root = tree.root
+    assert [a.key for a in root.fs_children] == [("P", None), ("P", "p1"), ("P", "p2"), ("Q", None)]
+    assert by_key[("P", None)].fs_children == []
+    assert by_key[("P", "p1")].level_shares == 30  # P adds 0, p1 10, p2 10, Q 10
+    result = compute_fair_tree(accounts, users)
+    p1 = result.user("P", "p1")
+    assert p1.norm_shares == pytest.approx(1 / 3)
+    assert p1.effective_usage == pytest.approx(10 / 60)  # usage / root's usage
+    p_row = result.account("P")
+    assert p_row.level_fs is None and p_row.sshare_fields()[8] == ""
+    assert p_row.raw_usage == 40  # usage still sums along the real tree
+    assert result.fair_shares() == {("P", "p1"): 1.0, ("Q", "q1"): 2 / 3, ("P", "p2"): 1 / 3}
+
+
+def test_nested_parent_accounts_flatten_to_the_first_real_ancestor() -> None:
+    accounts = [
+        acct("A", shares=10),
+        acct("B", "A", PARENT),
+        acct("C", "B", PARENT),
+        acct("D", "B", 7),
+    ]
+    users = [user("c1", "C", shares=5, usage=1), user("d1", "D", usage=1), user("a1", "A", 3, 1)]
+    tree = build_tree(accounts, users)
+    by_key = {a.key: a for a in tree.associations}
+    a = by_key[("A", None)]
+    assert {x.key for x in a.fs_children} == {
+        ("B", None),
+        ("C", None),
+        ("C", "c1"),
+        ("D", None),
+        ("A", "a1"),
+    }
+    assert by_key[("C", "c1")].level_shares == 5 + 7 + 3
+    result = compute_fair_tree(accounts, users)
+    assert result.user("C", "c1").norm_shares == pytest.approx(5 / 15)
+
+
+def test_parent_user_ranks_first_and_shows_its_fs_parents_shares() -> None:
+    accounts = [acct("A", shares=4), acct("B", shares=1)]
+    users = [
+        user("heavy", "A", shares=PARENT, usage=1000),
+        user("light", "A", shares=1, usage=0),
+        user("b", "B", usage=1),
+    ]
+    result = compute_fair_tree(accounts, users)
+    heavy = result.user("A", "heavy")
+    assert heavy.level_fs == np.inf
+    assert heavy.norm_shares == result.account("A").norm_shares == 0.8
+    assert heavy.sshare_fields()[2] == "parent" and heavy.sshare_fields()[8] == ""
+    # B (LevelFS 200.2) goes first; inside A, `heavy` ties at inf with the idle `light`
+    assert result.user("B", "b").fair_share == 1.0
+    assert heavy.fair_share == result.user("A", "light").fair_share == 2 / 3
+
+
+# --- edges ----------------------------------------------------------------------------------
+
+
+def test_zero_usage_everywhere() -> None:
+    result = compute_fair_tree([acct("A")], [user("a", "A"), user("b", "A"), user("r")])
+    assert all(row.raw_usage == 0 for row in result.rows)
+    assert all(row.norm_usage in (None, 0.0) for row in result.rows)
+    assert result.account("A").effective_usage == 0.0
+    assert set(result.fair_shares().values()) == {1.0}
+
+
+def test_zero_shares_give_level_fs_zero_even_without_usage() -> None:
+    result = compute_fair_tree([], [user("idle0", shares=0), user("busy", usage=5)])
+    assert result.user(ROOT, "idle0").level_fs == 0
+    assert result.user(ROOT, "busy").fair_share == 1.0
+    assert result.user(ROOT, "idle0").fair_share == 0.5
+
+
+def test_an_empty_account_takes_no_rank() -> None:
+    result = compute_fair_tree([acct("empty", shares=100), acct("A")], [user("a", "A", usage=1)])
+    assert result.user_count == 1
+    assert result.fair_shares() == {("A", "a"): 1.0}
+    assert result.account("empty").level_fs == np.inf
+    assert result.account("empty").fair_share is None
+
+
+def test_users_under_root_and_beside_sub_accounts() -> None:
+    accounts = [acct("A", shares=2), acct("A1", "A", 1)]
+    users = [user("r", ROOT, 1, 10), user("a", "A", 1, 10), user("a1", "A1", 1, 10)]
+    result = compute_fair_tree(accounts, users)
+    assert [r.sshare_line() for r in result.rows] == [
+        "root|||0.000000|30||1.000000|||",
+        "root|r|1|0.333333|10|0.333333|0.333333|1.000000|1.000000|",
+        "A||2|0.666667|20|0.666667|0.666667||1.000000|",
+        "A|a|1|0.500000|10|0.333333|0.500000|1.000000|1.000000|",
+        "A1||1|0.500000|10|0.333333|0.500000||1.000000|",
+        "A1|a1|1|1.000000|10|0.333333|1.000000|1.000000|1.000000|",
+    ]
+    # r and A tie: both are a double third (two thirds) over a long double one, just below 1;
+    # r ranks first, A (tied) passes r's rank on to a, and A1 (tied with a) on to a1.
+    assert result.user(ROOT, "r").level_fs == result.account("A").level_fs < 1
+
+
+def test_level_shares_wrap_like_a_uint32() -> None:
+    big = PARENT - 1
+    users = [user(f"u{i}", shares=big, usage=1) for i in range(3)]
+    row = compute_fair_tree([], users).user(ROOT, "u0")
+    assert row.norm_shares == big / ((3 * big) % 2**32)
+
+
+def test_malformed_trees_are_refused() -> None:
+    with pytest.raises(InvalidValue):
+        compute_fair_tree([acct("A", "B"), acct("B", "A")], [])
+    with pytest.raises(InvalidValue):
+        compute_fair_tree([acct("A", "nowhere")], [])
+    with pytest.raises(InvalidValue):
+        compute_fair_tree([], [user("u", "A")])
+    with pytest.raises(InvalidValue):
+        compute_fair_tree([], [user("u"), user("u")])
+    with pytest.raises(InvalidValue):
+        SlurmUser("u", ROOT, 1, float("nan"))
+    with pytest.raises(InvalidValue):
+        SlurmAccount("A", ROOT, PARENT + 1)
+
+
+# --- invariants -----------------------------------------------------------------------------
+
+SHARES = st.one_of(st.integers(0, 50), st.just(PARENT))
+USAGE = st.one_of(st.just(0.0), st.integers(0, 100).map(float), st.floats(0, 1e6))
+
+
+@st.composite
+def trees(draw: st.DrawFn) -> tuple[list[SlurmAccount], list[SlurmUser]]:
+    count = draw(st.integers(0, 6))
+    accounts: list[SlurmAccount] = []
+    for i in range(count):
+        parent = draw(st.sampled_from([ROOT] + [a.name for a in accounts]))
+        accounts.append(SlurmAccount(f"a{i}", parent, draw(SHARES)))
+    holders = [ROOT] + [a.name for a in accounts]
+    users = [
+        SlurmUser(f"u{i}", draw(st.sampled_from(holders)), draw(SHARES), draw(USAGE))
+        for i in range(draw(st.integers(1, 10)))
+    ]
+    return accounts, users
+
+
+@settings(max_examples=300, deadline=None)
+@given(trees(), st.randoms(use_true_random=False))
+def test_fair_tree_invariants(
+    tree: tuple[list[SlurmAccount], list[SlurmUser]], rnd: random.Random
+) -> None:
+    accounts, users = tree
+    result = compute_fair_tree(accounts, users)
+    n = result.user_count
+    user_rows = [row for row in result.rows if row.is_user]
+    assert n == len(users) == len(user_rows)
+    ranks = [row.rank for row in user_rows]
+    assert all(rank is not None and 1 <= rank <= n for rank in ranks)
+    # fair-share = k / N, in (0, 1]; somebody is first
+    for row in user_rows:
+        assert row.fair_share == row.rank / n  # type: ignore[operator]
+        assert 0 < row.fair_share <= 1  # type: ignore[operator]
+    assert max(ranks) == n  # type: ignore[type-var]
+    # competition ranking: exactly N - r users rank above a user of rank r
+    for rank in ranks:
+        assert sum(1 for other in ranks if other > rank) == n - rank  # type: ignore[operator]
+    # without any tie the ranks are a permutation of 1..N
+    if len(set(ranks)) == n:
+        assert sorted(ranks) == list(range(1, n + 1))  # type: ignore[type-var]
+    # sibling users: a strictly higher LevelFS always ranks strictly higher
+    tree_ = build_tree(accounts, users)
+    by_key = {row.user and (row.account, row.user): row for row in user_rows}
+    for assoc in tree_.associations:
+        siblings = [c for c in assoc.fs_children if c.is_user]
+        for a in siblings:
+            for b in siblings:
+                ra, rb = by_key[a.key], by_key[b.key]  # type: ignore[index]
+                if (
+                    ra.level_fs is not None
+                    and rb.level_fs is not None
+                    and ra.level_fs > rb.level_fs
+                ):
+                    assert ra.rank > rb.rank  # type: ignore[operator]
+    # the input order does not matter
+    shuffled_accounts, shuffled_users = accounts[:], users[:]
+    rnd.shuffle(shuffled_accounts)
+    rnd.shuffle(shuffled_users)
+    assert compute_fair_tree(shuffled_accounts, shuffled_users) == result
