@@ -16,12 +16,13 @@ from typing import Any, TypeVar
 from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.persistence import IntegrityError, JSONTranscoder, Transcoding
 
+from ledger import append_only, roles
 from ledger.clock import iso, to_datetime
 from ledger.errors import AlreadyExists, ClockWentBackwards, ConcurrentUpdate, LedgerMissing
 from ledger.joblog import BATCH_SIZE, JOBLOG_ID, JobLog, job_key
 from ledger.site import SITE_ID, Site, Stamp, default_config
 from ledger.state import SiteState, state_from_dict, state_to_dict
-from ledger.storage import StoreConfig, ensure_schema, event_table_exists
+from ledger.storage import StoreConfig, bound_connection_waits, ensure_schema, event_table_exists
 
 T = TypeVar("T")
 MAX_ATTEMPTS = 8
@@ -74,6 +75,8 @@ class Ledger(Application):
         # ledger would race in PostgreSQL's catalog ("tuple concurrently updated").
         env = dict(store.eventsourcing_env(), CREATE_TABLE="y" if create_tables else "n")
         super().__init__(env=env)
+        bound_connection_waits(self.recorder, store)
+        append_only.protect(store, self.recorder)
 
     def _take_snapshots(self, processing_event: Any) -> None:
         """At most one snapshot per aggregate and save, at the newest interval it reaches.
@@ -167,7 +170,8 @@ class Ledger(Application):
         return to_datetime(max(time.time(), newest or 0.0))
 
     def stamp(self, reason: str = "", source: dict[str, Any] | None = None) -> Stamp:
-        return Stamp(at=self.now(), actor=self.actor, reason=reason or "", source=source or {})
+        actor, source = roles.attribution(self.store, self.actor, source or {})
+        return Stamp(at=self.now(), actor=actor, reason=reason or "", source=source)
 
     # --- commands --------------------------------------------------------------------------------
     def site(self) -> Site:
@@ -196,6 +200,7 @@ class Ledger(Application):
             result = command(site, self.stamp(reason, source))
             if not site.pending_events:
                 return result
+            roles.check_may_record(self.store, site.pending_events)
             try:
                 self.save(site)
             except IntegrityError:

@@ -27,3 +27,11 @@ class LedgerMissing(LedgerError):
 
 class ConcurrentUpdate(LedgerError):
     """Another writer kept winning the race for the same objects; nothing of ours was written."""
+
+
+class StoreUnavailable(LedgerError):
+    """The database could not be reached (refused, timed out, unknown role); nothing written."""
+
+
+class PermissionDenied(LedgerError):
+    """The database role may not make this kind of change."""
