@@ -227,9 +227,9 @@ def postgres_admin_connect(config: StoreConfig) -> Any:
 
 def _unreachable(config: StoreConfig, err: Exception, attempts: int) -> str:
     lines = [line.strip() for line in str(err).strip().splitlines() if line.strip()]
-    # libpq's first line names the host; the reason ("Connection refused", "timeout expired",
-    # "role ... does not exist") is its last.
-    reason = lines[-1] if lines else type(err).__name__
+    # libpq: 'connection failed: connection to server at "h", port p failed: REASON' then
+    # hints; the URL we print names the server already.
+    reason = lines[0].rsplit("failed: ", 1)[-1] if lines else type(err).__name__
     reason = reason.removeprefix("FATAL:").strip()
     tries = f" (after {attempts} attempts)" if attempts > 1 else ""
     return f"cannot connect to {config.describe()}: {reason}{tries}"
