@@ -105,13 +105,19 @@ WHERE n.nspname = %s AND c.relname = ANY(%s) AND c.relkind IN ('r', 'p')
 """
 
 
+def _complete(rows: list[Any]) -> bool:
+    return all(guarded and lockable for _name, _owned, guarded, lockable in rows)
+
+
 def _protect_postgres(config: StoreConfig, tables: list[str], recorder: Any) -> None:
     with postgres_admin_connect(config) as conn:
         rows = conn.execute(_PG_STATE, (config.schema, tables)).fetchall()
-        complete = all(guarded and lockable for _name, _owned, guarded, lockable in rows)
-        if rows and not complete and all(owned for _name, owned, _g, _l in rows):
+        if rows and not _complete(rows) and all(owned for _name, owned, _g, _l in rows):
             with conn.transaction():
-                _install_postgres(conn, config, tables)
+                conn.execute(f"SELECT pg_advisory_xact_lock({_INSTALL_LOCK})")
+                # Another process may have installed them while this one waited.
+                if not _complete(conn.execute(_PG_STATE, (config.schema, tables)).fetchall()):
+                    _install_postgres(conn, config, tables)
             rows = conn.execute(_PG_STATE, (config.schema, tables)).fetchall()
     if any(lockable for *_rest, lockable in rows):
         _lock_through_function(recorder, config)
