@@ -17,8 +17,6 @@ import functools
 from collections.abc import Iterable
 from typing import Any
 
-from psycopg import sql
-
 from ledger import events as ev
 from ledger.append_only import LOCK_FUNCTION
 from ledger.errors import InvalidValue, LedgerMissing, PermissionDenied
@@ -108,6 +106,8 @@ def grant(
     longest = group_role(config.schema, "reader")
     if len(longest) > _ROLE_NAME_LIMIT:
         raise InvalidValue(f"schema name too long for its group roles: {config.schema!r}")
+    from psycopg import sql  # here: a SQLite ledger's commands never load psycopg
+
     if not event_table_exists(config):
         raise LedgerMissing(f"no ledger at {config.describe()}: run 'fairledger create-db' first")
     with postgres_admin_connect(config) as conn, conn.transaction():

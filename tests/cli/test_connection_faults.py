@@ -123,6 +123,7 @@ class Proxy:
         self.listener.listen(16)
         self.port = int(self.listener.getsockname()[1])
         self.sockets: list[socket.socket] = []
+        self.cutting = False
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self) -> None:
@@ -130,6 +131,9 @@ class Proxy:
             try:
                 client = self.listener.accept()[0]
             except OSError:
+                return
+            if self.cutting:
+                client.close()
                 return
             server = socket.create_connection(self.target)
             self.sockets += [client, server]
@@ -149,6 +153,9 @@ class Proxy:
                     sock.shutdown(socket.SHUT_RDWR)
 
     def cut(self) -> None:
+        self.cutting = True
+        with contextlib.suppress(OSError):  # wakes the accept() (close alone would not)
+            self.listener.shutdown(socket.SHUT_RDWR)
         self.listener.close()
         for sock in self.sockets:
             with contextlib.suppress(OSError):
