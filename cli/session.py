@@ -110,6 +110,9 @@ def session(ctx: click.Context) -> Session:
 def change_options(func: Callable[..., Any]) -> Callable[..., Any]:
     func = click.option("--reason", default=None, help="Why: recorded with the change.")(func)
     func = click.option(
-        "--actor", default=None, help="Who makes the change (default: the OS user)."
+        "--actor",
+        default=None,
+        help="Who makes the change (default: the OS user). On PostgreSQL the database role is "
+        "recorded, and ACTOR as who it acted on behalf of.",
     )(func)
     return func
