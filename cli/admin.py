@@ -1,4 +1,4 @@
-"""Ledger administration: create-db, rebuild and verify."""
+"""Ledger administration: create-db, rebuild, verify and grant."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ import click
 
 from cli.params import DURATION
 from cli.session import change_options, session
+from ledger import append_only, roles
 from ledger.errors import InvalidValue
+from ledger.storage import ensure_schema
 from projections import runner
 
 
@@ -34,6 +36,11 @@ from projections import runner
     show_default=True,
     help="Weight of each older period relative to the next (0 < F < 1).",
 )
+@click.option(
+    "--group-readable",
+    is_flag=True,
+    help="SQLite: create the file 0640 (its group may read it) instead of 0600.",
+)
 @change_options
 @click.pass_context
 def create_db(
@@ -41,6 +48,7 @@ def create_db(
     priority_decay_half_life: float,
     priority_usage_reset_period: float,
     decay_factor: float,
+    group_readable: bool,
     actor: str | None,
     reason: str | None,
 ) -> None:
@@ -50,6 +58,10 @@ def create_db(
     if priority_decay_half_life <= 0:
         raise InvalidValue(f"invalid half-life: {priority_decay_half_life} (must be > 0)")
     s = session(ctx)
+    if group_readable:
+        if s.store.is_postgres:
+            raise InvalidValue("--group-readable is for SQLite; on PostgreSQL use 'grant --reader'")
+        ensure_schema(s.store, group_readable=True)
     s.create_ledger(
         priority_decay_half_life,
         priority_usage_reset_period,
@@ -101,4 +113,33 @@ def verify(ctx: click.Context) -> None:
     )
 
 
-COMMANDS = [create_db, rebuild, verify]
+@click.command("grant")
+@click.option("--reader", "readers", multiple=True, metavar="ROLE", help="May read (repeatable).")
+@click.option(
+    "--writer",
+    "writers",
+    multiple=True,
+    metavar="ROLE",
+    help="May read, ingest jobs and run update-usage/update-fshare (repeatable).",
+)
+@click.option(
+    "--admin",
+    "admins",
+    multiple=True,
+    metavar="ROLE",
+    help="A writer that may also change the site: banks, users, queues, config (repeatable).",
+)
+@click.pass_context
+def grant(
+    ctx: click.Context, readers: tuple[str, ...], writers: tuple[str, ...], admins: tuple[str, ...]
+) -> None:
+    """PostgreSQL: make each ROLE a member of this schema's reader, writer or admin group
+    (fairledger_<schema>_reader|writer|admin, created if missing) and give the groups their
+    privileges. Run it as the schema's owner or a superuser; again after adding tables."""
+    store = session(ctx).store
+    tables = append_only.table_names(store)
+    for granted in roles.grant(store, readers, writers, admins, tables):
+        click.echo(f"granted {granted}")
+
+
+COMMANDS = [create_db, rebuild, verify, grant]

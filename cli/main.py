@@ -23,6 +23,7 @@ from cli import (
     users,
 )
 from cli.session import Session
+from ledger.clock import parse_time
 from ledger.errors import LedgerError
 
 
@@ -73,11 +74,12 @@ def cli(ctx: click.Context, db: str | None, now: str | None) -> None:
 
     Every change is an event with who, when and why; every table is rebuilt from them.
     """
+    ctx.obj = Session(db, None)  # a bad --db is one line and exit 1 (LedgerGroup.invoke)
+    ctx.call_on_close(ctx.obj.close)
     try:
-        ctx.obj = Session(db, now)
+        ctx.obj.set_now(parse_time(now) if now else None)
     except LedgerError as err:
         raise click.BadParameter(str(err)) from None
-    ctx.call_on_close(ctx.obj.close)
 
 
 for module in (

@@ -16,7 +16,7 @@ from ledger.clock import parse_time
 from ledger.site import Site, Stamp
 from ledger.storage import DEFAULT_URL, Connection, StoreConfig, parse_store_url
 from projections import as_of as as_of_view
-from projections import runner
+from projections import freshness, runner
 
 T = TypeVar("T")
 
@@ -34,7 +34,9 @@ class Session:
         self.now: float | None = parse_time(now) if now else None
         self._ledger: Ledger | None = None
         self._conn: Connection | None = None
-        self.actor = default_actor()
+        # On PostgreSQL the recorded actor is the session's role (ledger/roles.py): only a
+        # given --actor is kept, as who it acted for.
+        self.actor = "" if self.store.is_postgres else default_actor()
 
     @property
     def ledger(self) -> Ledger:
@@ -78,15 +80,20 @@ class Session:
     def read(self, as_of: AsOf | None = None) -> Connection:
         """The read models, caught up with the log; with `as_of`, as they stood then (the
         moment it reflects is said on stderr, so stdout stays parsable)."""
-        runner.catch_up(self.ledger, self.conn)
+        self._catch_up_for_read()
         if as_of is None:
             return self.conn
         moment = self.moment(as_of)
         click.echo(moment.describe(), err=True)
         return as_of_view.materialize(self.ledger, self.conn, moment)
 
+    def _catch_up_for_read(self) -> None:
+        lag = freshness.catch_up_if_allowed(self.ledger, self.conn)
+        if lag:
+            click.echo(f"fairledger: warning: {lag}", err=True)
+
     def moment(self, as_of: AsOf) -> as_of_view.Moment:
-        runner.catch_up(self.ledger, self.conn)
+        self._catch_up_for_read()
         return as_of_view.moment_at(self.conn, as_of.resolve(self.ledger.now().timestamp()))
 
     def change(
@@ -116,6 +123,9 @@ def session(ctx: click.Context) -> Session:
 def change_options(func: Callable[..., Any]) -> Callable[..., Any]:
     func = click.option("--reason", default=None, help="Why: recorded with the change.")(func)
     func = click.option(
-        "--actor", default=None, help="Who makes the change (default: the OS user)."
+        "--actor",
+        default=None,
+        help="Who makes the change (default: the OS user). On PostgreSQL the database role is "
+        "recorded, and ACTOR as who it acted on behalf of.",
     )(func)
     return func

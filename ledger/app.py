@@ -25,7 +25,7 @@ from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.persistence import IntegrityError, JSONTranscoder, StoredEvent, Transcoding
 from eventsourcing.utils import get_topic
 
-from ledger import log_tables
+from ledger import append_only, log_tables, roles
 from ledger.chain import record_digest
 from ledger.clock import iso, to_datetime
 from ledger.errors import (
@@ -38,7 +38,13 @@ from ledger.errors import (
 from ledger.joblog import BATCH_SIZE, JOBLOG_ID, JobLog, job_key
 from ledger.site import SITE_ID, Site, Stamp, default_config
 from ledger.state import SiteState, state_from_dict, state_to_dict
-from ledger.storage import Connection, StoreConfig, ensure_schema, event_table_exists
+from ledger.storage import (
+    Connection,
+    StoreConfig,
+    bound_connection_waits,
+    ensure_schema,
+    event_table_exists,
+)
 
 T = TypeVar("T")
 # What a value the read models cannot store raises while it is projected: an integer too wide
@@ -109,6 +115,8 @@ class Ledger(Application):
         # ledger would race in PostgreSQL's catalog ("tuple concurrently updated").
         env = dict(store.eventsourcing_env(), CREATE_TABLE="y" if create_tables else "n")
         super().__init__(env=env)
+        bound_connection_waits(self.recorder, store)
+        append_only.protect(store)
 
     def register_transcodings(self, transcoder: JSONTranscoder) -> None:
         super().register_transcodings(transcoder)
@@ -148,6 +156,7 @@ class Ledger(Application):
                 log_tables.create_tables(conn, log_tables.missing_tables(conn))
         finally:
             conn.close()
+        append_only.install(store, append_only.table_names(store))
 
     def initialize(
         self, half_life: float, reset_period: float, decay_factor: float, reason: str = ""
@@ -206,7 +215,8 @@ class Ledger(Application):
         return to_datetime(max(time.time(), newest or 0.0))
 
     def stamp(self, reason: str = "", source: dict[str, Any] | None = None) -> Stamp:
-        return Stamp(at=self.now(), actor=self.actor, reason=reason or "", source=source or {})
+        actor, source = roles.attribution(self.store, self.actor, source or {})
+        return Stamp(at=self.now(), actor=actor, reason=reason or "", source=source)
 
     # --- commands --------------------------------------------------------------------------------
     def site(self) -> Site:
@@ -235,7 +245,10 @@ class Ledger(Application):
         def work(conn: Connection) -> T:
             site = self.site()
             result = command(site, self.stamp(reason, source))
-            self._append(conn, site.collect_events())
+            events = site.collect_events()
+            if events:
+                roles.check_may_record(self.store, events)
+            self._append(conn, events)
             return result
 
         return self._write(work)
@@ -328,7 +341,9 @@ class Ledger(Application):
         if self._log_ready:
             return
         missing = log_tables.missing_tables(conn)
-        log_tables.create_tables(conn, missing)
+        if missing:
+            log_tables.create_tables(conn, missing)
+            append_only.install_in(conn, missing)
         through = log_tables.keys_through(conn)
         rows: list[tuple[str, str, str, int]] = []
         for position, originator, version, row_topic, state in log_tables.stored_after(

@@ -35,3 +35,11 @@ class Unprojectable(LedgerError):
 
 class TamperedLog(LedgerError):
     """The event log or its read models fail verification: the message names the first break."""
+
+
+class StoreUnavailable(LedgerError):
+    """The database could not be reached (refused, timed out, unknown role); nothing written."""
+
+
+class PermissionDenied(LedgerError):
+    """The database role may not make this kind of change."""

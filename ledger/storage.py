@@ -4,19 +4,50 @@ knows about SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import sqlite3
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlparse
 
-from ledger.errors import InvalidValue
+from ledger.errors import InvalidValue, StoreUnavailable
 
 DEFAULT_URL = "sqlite:///fairledger.db"
-_SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+# Lowercase only: PostgreSQL folds unquoted names to lowercase, so "Acct" would name one schema
+# in our quoted DDL and another in any unquoted SQL a person types.
+_SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+_RESERVED_SCHEMA = re.compile(r"^(pg_.*|information_schema)$")
+URL_PARAMETERS = ("schema",)
+CONNECT_TIMEOUT_ENV = "FAIRLEDGER_CONNECT_TIMEOUT"
+DEFAULT_CONNECT_TIMEOUT = 10.0
+# Transient connection failures (a restarting server, a full connection table) are retried
+# this many times, with doubling waits, but never past the connect timeout.
+CONNECT_ATTEMPTS = 3
+FIRST_BACKOFF = 0.25
+# The PostgreSQL errors worth another try: no SQLSTATE (the network), "cannot connect now",
+# "too many connections".
+_TRANSIENT_SQLSTATES = (None, "57P03", "53300")
+SQLITE_FILE_MODE = 0o600
+SQLITE_GROUP_READABLE_MODE = 0o640
+
+
+def connect_timeout() -> float:
+    """Seconds a command may spend reaching PostgreSQL before it gives up (all attempts)."""
+    text = os.environ.get(CONNECT_TIMEOUT_ENV, "").strip()
+    if not text:
+        return DEFAULT_CONNECT_TIMEOUT
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not 0 < seconds < 3600:
+        raise InvalidValue(f"invalid {CONNECT_TIMEOUT_ENV}: {text!r} (seconds, 0 < T < 3600)")
+    return seconds
 
 
 @dataclass(frozen=True)
@@ -57,6 +88,9 @@ class StoreConfig:
             "POSTGRES_POOL_SIZE": "2",
             "POSTGRES_MAX_OVERFLOW": "2",
             "POSTGRES_LOCK_TIMEOUT": "30",
+            # The pool's wait for a connection (whole seconds); bound_connection_waits then
+            # shortens each of the library's retried attempts.
+            "POSTGRES_CONNECT_TIMEOUT": str(max(1, math.ceil(connect_timeout()))),
             # Our catch-up transactions do Python work between statements on big rebuilds.
             "POSTGRES_IDLE_IN_TRANSACTION_SESSION_TIMEOUT": "0",
         }
@@ -70,9 +104,7 @@ def parse_store_url(url: str) -> StoreConfig:
         return StoreConfig(kind="sqlite", path=os.path.abspath(path))
     if url.startswith(("postgresql://", "postgres://")):
         parsed = urlparse(url)
-        schema = parse_qs(parsed.query).get("schema", ["public"])[0]
-        if not _SCHEMA_NAME.match(schema):
-            raise InvalidValue(f"invalid schema name: {schema!r}")
+        schema = _schema_parameter(parsed.query)
         dbname = parsed.path.lstrip("/")
         if not dbname:
             raise InvalidValue(f"invalid --db URL: {url!r} (no database name)")
@@ -86,6 +118,31 @@ def parse_store_url(url: str) -> StoreConfig:
             schema=schema,
         )
     raise InvalidValue(f"invalid --db URL: {url!r} (use sqlite:///PATH or postgresql://...)")
+
+
+def _schema_parameter(query: str) -> str:
+    """The `?schema=` of a PostgreSQL URL; anything else in the query is refused, so that a typo
+    (`?shema=x`, `?schema=`) cannot silently mean the `public` schema."""
+    params = parse_qs(query, keep_blank_values=True)
+    for key in params:
+        if key not in URL_PARAMETERS:
+            raise InvalidValue(f"unknown parameter in --db URL: {key!r} (only ?schema=NAME)")
+    for piece in query.split("&") if query else ():
+        if "=" not in piece:
+            raise InvalidValue(f"invalid parameter in --db URL: {piece!r} (use ?schema=NAME)")
+    values = params.get("schema", ["public"])
+    if len(values) > 1:
+        raise InvalidValue(f"--db URL names the schema {len(values)} times: {values!r}")
+    schema = values[0]
+    if not schema:
+        raise InvalidValue("invalid schema name: '' (?schema= needs a name)")
+    if not _SCHEMA_NAME.match(schema):
+        raise InvalidValue(
+            f"invalid schema name: {schema!r} (lowercase letters, digits and _, at most 63)"
+        )
+    if _RESERVED_SCHEMA.match(schema):
+        raise InvalidValue(f"invalid schema name: {schema!r} (reserved by PostgreSQL)")
+    return schema
 
 
 class Connection:
@@ -138,24 +195,86 @@ class Connection:
 
 
 def postgres_admin_connect(config: StoreConfig) -> Any:
+    """An autocommit psycopg connection; a server that cannot be reached within the connect
+    timeout (all attempts together) is one StoreUnavailable line."""
     import psycopg
 
-    return psycopg.connect(
-        host=config.host,
-        port=config.port,
-        user=config.user,
-        password=config.password or None,
-        dbname=config.dbname,
-        autocommit=True,
-    )
+    deadline = time.monotonic() + connect_timeout()
+    backoff = FIRST_BACKOFF
+    for attempt in range(1, CONNECT_ATTEMPTS + 1):
+        # libpq counts whole seconds and treats anything under 2 as 2.
+        remaining = max(2, math.ceil(deadline - time.monotonic()))
+        try:
+            return psycopg.connect(
+                host=config.host,
+                port=config.port,
+                user=config.user,
+                password=config.password or None,
+                dbname=config.dbname,
+                autocommit=True,
+                connect_timeout=remaining,
+            )
+        except psycopg.OperationalError as err:
+            transient = getattr(err, "sqlstate", None) in _TRANSIENT_SQLSTATES
+            if not transient or attempt == CONNECT_ATTEMPTS:
+                raise StoreUnavailable(_unreachable(config, err, attempt)) from None
+            if time.monotonic() + backoff >= deadline:
+                raise StoreUnavailable(_unreachable(config, err, attempt)) from None
+            time.sleep(backoff)
+            backoff *= 2
+    raise AssertionError("unreachable")  # the loop returns or raises
 
 
-def ensure_schema(config: StoreConfig) -> None:
+def _unreachable(config: StoreConfig, err: Exception, attempts: int) -> str:
+    lines = [line.strip() for line in str(err).strip().splitlines() if line.strip()]
+    # libpq: 'connection failed: connection to server at "h", port p failed: REASON' then
+    # hints; the URL we print names the server already.
+    reason = lines[0].rsplit("failed: ", 1)[-1] if lines else type(err).__name__
+    reason = reason.removeprefix("FATAL:").strip()
+    tries = f" (after {attempts} attempts)" if attempts > 1 else ""
+    return f"cannot connect to {config.describe()}: {reason}{tries}"
+
+
+def bound_connection_waits(recorder: Any, config: StoreConfig) -> None:
+    """Bound how long the eventsourcing library waits on a lost server: it retries each read
+    and append 10 times, 0.2 s apart, each attempt waiting its pool's timeout (30 s by
+    default: four minutes of silence). Each attempt's wait becomes a tenth of what remains of
+    the connect timeout, and the pool's own connects get the same limit as ours."""
+    if not config.is_postgres:
+        return
+    total = connect_timeout()
+    datastore = recorder.datastore
+    datastore.pool.timeout = max(0.3, (total - 2.0) / 10)
+    if isinstance(datastore.pool.kwargs, dict):
+        datastore.pool.kwargs["connect_timeout"] = max(2, math.ceil(total))
+
+
+def is_permission_error(err: BaseException) -> bool:
+    """Whether the store refused `err`'s statement for lack of a privilege (a reader's role on
+    PostgreSQL, a read-only file on SQLite)."""
+    if isinstance(err, sqlite3.OperationalError):
+        return "readonly" in str(err) or "read-only" in str(err)
+    return getattr(err, "sqlstate", None) == "42501"
+
+
+def ensure_schema(config: StoreConfig, group_readable: bool = False) -> None:
+    """The place for a new ledger: its PostgreSQL schema, or its SQLite file, created 0600
+    (0640 with `group_readable`) whatever the umask, since the log holds every user's usage.
+    An existing file keeps its mode."""
     if config.is_postgres:
         with postgres_admin_connect(config) as conn:
             conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{config.schema}"')
-    else:
-        os.makedirs(os.path.dirname(config.path) or ".", exist_ok=True)
+        return
+    os.makedirs(os.path.dirname(config.path) or ".", exist_ok=True)
+    mode = SQLITE_GROUP_READABLE_MODE if group_readable else SQLITE_FILE_MODE
+    try:
+        fd = os.open(config.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, mode)
+    except FileExistsError:
+        return
+    try:
+        os.fchmod(fd, mode)
+    finally:
+        os.close(fd)
 
 
 def event_table_exists(config: StoreConfig) -> bool:

@@ -402,11 +402,18 @@ def describe(entry: Entry) -> str:
     return head + (": " + "; ".join(parts) if parts else "")
 
 
+def who(entry: Entry) -> str:
+    """The actor; on PostgreSQL the database role, with the --actor it acted for, if any."""
+    behalf = entry.source.get("on_behalf_of")
+    actor = entry.actor or "-"
+    return f"{actor} (on behalf of {behalf})" if behalf else actor
+
+
 def line(entry: Entry) -> str:
     """`2026-11-20T10:00:00+00:00  ops  edit-bank A: shares 1 → 10  (grant #12)`: the time to
     the second in UTC, the actor ("-" if none), what happened, and the reason if one was given."""
     when = datetime.fromtimestamp(entry.time, tz=UTC).replace(microsecond=0).isoformat()
-    text = f"{when}  {entry.actor or '-'}  {describe(entry)}"
+    text = f"{when}  {who(entry)}  {describe(entry)}"
     return f"{text}  ({entry.reason})" if entry.reason else text
 
 

@@ -68,7 +68,12 @@ def test_events_carry_actor_reason_and_old_new(ledger_store: Store) -> None:
     ledger_store.run("edit-bank", "A", "--shares", "50", "--reason", "grant #12", now=T0 + 120)
     events = site_events(ledger_store)
     added = [e for e in events if isinstance(e, ev.BankAdded)]
-    assert (added[0].actor, added[0].reason) == ("ops", "new site")
+    if ledger_store.kind == "postgres":  # the session's role, on behalf of --actor
+        assert (added[0].actor, added[0].source) == ("postgres", {"on_behalf_of": "ops"})
+        assert (added[1].actor, added[1].source) == ("postgres", {})
+    else:
+        assert added[0].actor == "ops"
+    assert added[0].reason == "new site"
     (edit,) = [e for e in events if isinstance(e, ev.BankEdited)]
     assert edit.changes == {"shares": [10, 50]}
     assert edit.reason == "grant #12"
