@@ -34,7 +34,9 @@ MAX = 4294967295
 DATA = Path(__file__).resolve().parents[1] / "data" / "slurm"
 
 PARTS = (
-    PartitionInfo("batch", priority_job_factor=1, tres_totals={"cpu": 100, "mem": 1000, "node": 10}),
+    PartitionInfo(
+        "batch", priority_job_factor=1, tres_totals={"cpu": 100, "mem": 1000, "node": 10}
+    ),
     PartitionInfo("prio", priority_job_factor=4, tres_totals={"cpu": 40, "gres/gpu": 8}),
     PartitionInfo("zero", priority_job_factor=0, tres_totals={"cpu": 100}),
 )
@@ -107,7 +109,7 @@ def test_accrue_always_counts_from_submit_even_when_not_eligible() -> None:
     assert prio(j, PriorityWeights(age=604800)).priority == 1  # age 0 → sum 0 → 1
 
 
-# --- fair-share, association, partition, QOS --------------------------------------------------------
+# --- fair-share, association, partition, QOS ------------------------------------------------------
 
 
 def test_fairshare_is_the_given_factor_times_its_weight() -> None:
@@ -128,7 +130,9 @@ def test_assoc_priority_is_normalized_by_the_cluster_maximum() -> None:
 
 def test_no_normal_assoc_uses_the_raw_priority() -> None:
     flags = PriorityFlags.FAIR_TREE | PriorityFlags.NO_NORMAL_ASSOC
-    r = prio(job(assoc_priority=30), PriorityWeights(assoc=400), max_assoc_priority=120, flags=flags)
+    r = prio(
+        job(assoc_priority=30), PriorityWeights(assoc=400), max_assoc_priority=120, flags=flags
+    )
     assert r.factor("ASSOC").value == 30.0 and r.priority == 12000
 
 
@@ -269,7 +273,7 @@ def test_tres_weight_units() -> None:
             parse_tres_weights(bad)
 
 
-# --- site, nice, clamp, truncation -----------------------------------------------------------------
+# --- site, nice, clamp, truncation ----------------------------------------------------------------
 
 
 def test_site_factor_adds_and_nice_subtracts() -> None:
@@ -343,8 +347,10 @@ def test_incr_only_keeps_a_higher_current_priority() -> None:
 def test_billing_and_fairshare_flags_do_not_change_the_sum() -> None:
     w = PriorityWeights(fairshare=1000, qos=10)
     base = prio(job(fairshare=0.3, qos="high"), w).priority
-    for text in ("MAX_TRES", "MAX_TRES_GRES", "NO_FAIR_TREE", "DEPTH_OBLIVIOUS", "CALCULATE_RUNNING"):
-        assert prio(job(fairshare=0.3, qos="high"), w, flags=parse_priority_flags(text)).priority == base
+    words = ("MAX_TRES", "MAX_TRES_GRES", "NO_FAIR_TREE", "DEPTH_OBLIVIOUS", "CALCULATE_RUNNING")
+    for text in words:
+        flags = parse_priority_flags(text)
+        assert prio(job(fairshare=0.3, qos="high"), w, flags=flags).priority == base
 
 
 def test_priority_flags_are_substring_matches() -> None:
@@ -374,7 +380,7 @@ def test_zero_weight_factors_are_not_computed() -> None:
     assert r.factor("FAIRSHARE").value == 0.0 and r.factor("JOBSIZE").value == 0.0
 
 
-# --- a site's configuration, priorities by hand -----------------------------------------------------
+# --- a site's configuration, priorities by hand ---------------------------------------------------
 
 
 @pytest.fixture(scope="module")
