@@ -1,0 +1,283 @@
+"""`sacct -a -X -P --format=...` output: ended jobs with their allocated TRES.
+
+The first non-blank line is the header; columns are found by name (any order, any case).
+Needed: JobIDRaw or JobID, User, Account, Partition, Start, End, State, and AllocTRES or NCPUS.
+Read when present: Submit, Eligible, QOS, UID, NNodes, Cluster, Priority. Other columns are
+ignored. `-P` lines (`a|b|c`) and `-p` lines (`a|b|c|`, a trailing delimiter, as the header
+shows) are both read.
+
+* Times are what `slurm_make_time_str` prints: `%FT%T` in the local time of the machine that
+  ran sacct (give its IANA zone; a wall time that does not exist there is an error, and one that
+  exists twice in a DST fold is read as the first), or epoch seconds (`SLURM_TIME_FORMAT=%s`).
+  `Unknown` (time 0) and `None` (NO_VAL) are no time.
+* A job counts if its State is one an ended job has: COMPLETED, FAILED, CANCELLED (also
+  `CANCELLED by <uid>`), TIMEOUT, NODE_FAIL, PREEMPTED, OUT_OF_MEMORY, BOOT_FAIL, DEADLINE.
+  Other states (PENDING, RUNNING, SUSPENDED, REQUEUED, RESIZING, ...) are skipped and counted
+  by state; step lines (`123.batch`, `123.extern`, `123.0`, `123_4.batch`) are skipped and
+  counted. An ended job must have an End; a job that never started has Start `Unknown`/`None`
+  and `t_start` None.
+* AllocTRES is parsed by `ledger.slurm.tres.parse_tres` (memory in MiB).
+
+Errors: InvalidValue with one line per offending line, naming it and its bad value.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from ledger.continuous_usage import zone_of
+from ledger.errors import InvalidValue
+from ledger.slurm._lines import LineError, LineErrors, split_parsable
+from ledger.slurm.tres import parse_tres
+
+ENDED_STATES: frozenset[str] = frozenset(
+    {
+        "COMPLETED",
+        "FAILED",
+        "CANCELLED",
+        "TIMEOUT",
+        "NODE_FAIL",
+        "PREEMPTED",
+        "OUT_OF_MEMORY",
+        "BOOT_FAIL",
+        "DEADLINE",
+    }
+)
+"""Base states of a job that has ended (sacct's `job_state_string`)."""
+
+REQUIRED_COLUMNS = ("User", "Account", "Partition", "Start", "End", "State")
+OPTIONAL_COLUMNS = (
+    "JobIDRaw",
+    "JobID",
+    "AllocTRES",
+    "NCPUS",
+    "Submit",
+    "Eligible",
+    "QOS",
+    "UID",
+    "NNodes",
+    "Cluster",
+    "Priority",
+)
+NO_TIME = frozenset({"Unknown", "None", ""})
+
+_ISO = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}")
+_EPOCH = re.compile(r"-?\d+")
+_STATE = re.compile(r"([A-Z_]+)(?: by (\d+))?\+?")
+_JOB_ID = re.compile(r"\d+(?:_\d+|\+\d+)?")
+
+EpochSeconds = Annotated[float, Field(allow_inf_nan=False)]
+Count = Annotated[int, Field(ge=0)]
+
+
+class SacctJob(BaseModel):
+    """One ended job as sacct reports it. Times are epoch seconds; `tres` is AllocTRES with
+    lower-case names and memory in MiB."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    """JobIDRaw if given (`123`), else JobID (`123`, `123_4` for an array task, `123+0` for a
+    heterogeneous job's component)."""
+    cluster: str | None = None
+    user: str = Field(min_length=1)
+    uid: Count | None = None
+    account: str = Field(min_length=1)
+    partition: str | None = None
+    qos: str | None = None
+    t_submit: EpochSeconds | None = None
+    t_eligible: EpochSeconds | None = None
+    t_start: EpochSeconds | None = None
+    t_end: EpochSeconds
+    state: str
+    cancelled_by: Count | None = None
+    tres: dict[str, int | float] = Field(default_factory=dict)
+    nnodes: Count
+    ncpus: Count
+    priority: Count | None = None
+
+    @model_validator(mode="after")
+    def _times_in_order(self) -> SacctJob:
+        if self.t_start is not None and self.t_end < self.t_start:
+            raise ValueError(f"End {self.t_end:g} is before Start {self.t_start:g}")
+        if self.state not in ENDED_STATES:
+            raise ValueError(f"State {self.state!r} is not an ended state")
+        for name, count in self.tres.items():
+            if not math.isfinite(count) or count < 0:
+                raise ValueError(f"AllocTRES {name}={count!r} is not a count")
+        return self
+
+    @property
+    def elapsed(self) -> float:
+        """Seconds from Start to End; 0 for a job that never started."""
+        return 0.0 if self.t_start is None else self.t_end - self.t_start
+
+
+@dataclass(frozen=True)
+class SacctResult:
+    """The ended jobs, in input order, and what was skipped."""
+
+    jobs: tuple[SacctJob, ...]
+    skipped_steps: int = 0
+    skipped_unfinished: Mapping[str, int] = field(default_factory=dict)
+    """Jobs whose State is not an ended one, counted by State (`RUNNING`: 3, ...)."""
+    columns: tuple[str, ...] = ()
+
+    @property
+    def unfinished(self) -> int:
+        return sum(self.skipped_unfinished.values())
+
+
+def parse_sacct(text: str, timezone: str = "UTC", delimiter: str = "|") -> SacctResult:
+    """Parse sacct's parsable output (see the module docstring). `timezone`: the IANA zone
+    sacct printed its times in."""
+    zone = zone_of(timezone)
+    errors = LineErrors("sacct")
+    numbered = [(n, line.rstrip("\r\n")) for n, line in enumerate(text.splitlines(), start=1)]
+    numbered = [(n, line) for n, line in numbered if line.strip()]
+    if not numbered:
+        raise InvalidValue("sacct: no header line (run sacct with -P and without -n)")
+    header_no, header_line = numbered[0]
+    trailing = header_line.endswith(delimiter)
+    header = [h.strip() for h in split_parsable(header_line, delimiter, trailing)]
+    index = _column_index(header, header_no)
+    jobs: list[SacctJob] = []
+    steps = 0
+    unfinished: Counter[str] = Counter()
+    for number, line in numbered[1:]:
+        try:
+            values = split_parsable(line, delimiter, trailing)
+            if len(values) != len(header):
+                raise LineError(f"{len(values)} fields for {len(header)} columns: {line!r}")
+            row = {name: values[i].strip() for name, i in index.items()}
+            job_id = row.get("JobIDRaw") or row.get("JobID") or ""
+            if "." in job_id:
+                steps += 1
+                continue
+            state, cancelled_by = _state(row["State"])
+            if state not in ENDED_STATES:
+                unfinished[state] += 1
+                continue
+            jobs.append(_job(row, job_id, state, cancelled_by, zone))
+        except LineError as exc:
+            errors.add(number, str(exc))
+    errors.raise_if_any()
+    return SacctResult(tuple(jobs), steps, dict(unfinished), tuple(header))
+
+
+def _column_index(header: list[str], number: int) -> dict[str, int]:
+    known = {name.lower(): name for name in (*REQUIRED_COLUMNS, *OPTIONAL_COLUMNS)}
+    index: dict[str, int] = {}
+    for i, name in enumerate(header):
+        canonical = known.get(name.lower())
+        if canonical is None:
+            continue
+        if canonical in index:
+            raise InvalidValue(f"sacct line {number}: column {name!r} appears twice")
+        index[canonical] = i
+    missing = [c for c in REQUIRED_COLUMNS if c not in index]
+    if "JobIDRaw" not in index and "JobID" not in index:
+        missing.insert(0, "JobIDRaw or JobID")
+    if "AllocTRES" not in index and "NCPUS" not in index:
+        missing.append("AllocTRES or NCPUS")
+    if missing:
+        raise InvalidValue(
+            f"sacct line {number}: the header lacks {', '.join(missing)}"
+            f" (columns: {'|'.join(header)})"
+        )
+    return index
+
+
+def _state(text: str) -> tuple[str, int | None]:
+    match = _STATE.fullmatch(text.strip())
+    if match is None:
+        raise LineError(f"State {text!r} is not a job state")
+    by = match.group(2)
+    return match.group(1), int(by) if by is not None else None
+
+
+def _job(
+    row: Mapping[str, str], job_id: str, state: str, cancelled_by: int | None, zone: Any
+) -> SacctJob:
+    if not _JOB_ID.fullmatch(job_id):
+        raise LineError(f"job ID {job_id!r} is not a job ID")
+    tres: dict[str, int | float] = {}
+    if "AllocTRES" in row:
+        try:
+            tres = parse_tres(row["AllocTRES"])
+        except ValueError as exc:
+            raise LineError(f"AllocTRES: {exc}") from None
+    ncpus = _int(row, "NCPUS")
+    if ncpus is None:
+        ncpus = int(tres.get("cpu", 0))
+    nnodes = _int(row, "NNodes")
+    if nnodes is None:
+        nnodes = int(tres.get("node", 0))
+    end = _time(row, "End", zone)
+    if end is None:
+        raise LineError(f"End {row['End']!r}: an ended job ({state}) needs an End time")
+    data: dict[str, Any] = {
+        "id": job_id,
+        "cluster": row.get("Cluster") or None,
+        "user": row["User"],
+        "uid": _int(row, "UID"),
+        "account": row["Account"],
+        "partition": row["Partition"] or None,
+        "qos": row.get("QOS") or None,
+        "t_submit": _time(row, "Submit", zone),
+        "t_eligible": _time(row, "Eligible", zone),
+        "t_start": _time(row, "Start", zone),
+        "t_end": end,
+        "state": state,
+        "cancelled_by": cancelled_by,
+        "tres": tres,
+        "nnodes": nnodes,
+        "ncpus": ncpus,
+        "priority": _int(row, "Priority"),
+    }
+    try:
+        return SacctJob.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        value = data.get(str(first["loc"][0]), "") if first["loc"] else ""
+        label = f"{where} {value!r}: " if where else ""
+        raise LineError(f"job {job_id}: {label}{first['msg']}") from None
+
+
+def _int(row: Mapping[str, str], column: str) -> int | None:
+    text = row.get(column)
+    if text is None or text == "":
+        return None
+    if not text.isdigit():
+        raise LineError(f"{column} {text!r} is not a whole number >= 0")
+    return int(text)
+
+
+def _time(row: Mapping[str, str], column: str, zone: Any) -> float | None:
+    text = row.get(column)
+    if text is None or text in NO_TIME:
+        return None
+    if _EPOCH.fullmatch(text):
+        return float(int(text))
+    if not _ISO.fullmatch(text):
+        raise LineError(
+            f"{column} {text!r} is not a time (YYYY-MM-DDTHH:MM:SS, epoch seconds, Unknown or None)"
+        )
+    try:
+        wall = datetime.strptime(text, "%Y-%m-%dT%H:%M:%S")
+    except ValueError:
+        raise LineError(f"{column} {text!r} is not a valid date and time") from None
+    local = wall.replace(tzinfo=zone)
+    stamp = local.timestamp()
+    if datetime.fromtimestamp(stamp, zone).replace(tzinfo=None) != wall:
+        raise LineError(f"{column} {text!r} does not exist in time zone {zone.key} (a DST gap)")
+    return stamp
