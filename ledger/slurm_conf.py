@@ -71,12 +71,26 @@ _PRIORITY_KEYS = {
     "fairsharedampeningfactor",
 }
 _NODE_KEYS = {
-    "nodename", "cpus", "realmemory", "gres", "boards", "socketsperboard", "sockets",
-    "corespersocket", "threadspercore",
+    "nodename",
+    "cpus",
+    "realmemory",
+    "gres",
+    "boards",
+    "socketsperboard",
+    "sockets",
+    "corespersocket",
+    "threadspercore",
 }
 _PART_KEYS = {
-    "partitionname", "nodes", "priorityjobfactor", "prioritytier", "priority",
-    "tresbillingweights", "qos", "default", "maxtime",
+    "partitionname",
+    "nodes",
+    "priorityjobfactor",
+    "prioritytier",
+    "priority",
+    "tresbillingweights",
+    "qos",
+    "default",
+    "maxtime",
 }
 
 
@@ -389,8 +403,10 @@ def _pairs(number: int, line: str) -> list[tuple[str, str]]:
         if not match:
             raise InvalidValue(f"line {number}: {line.strip()!r} is not Key=Value pairs")
         if match.group(2):
-            raise InvalidValue(f"line {number}: {line.strip()!r}: operator '{match.group(2)}='"
-                               " is not allowed in slurm.conf")
+            raise InvalidValue(
+                f"line {number}: {line.strip()!r}: operator '{match.group(2)}='"
+                " is not allowed in slurm.conf"
+            )
         value = match.group(3) if match.group(3) is not None else match.group(4)
         pairs.append((match.group(1), value))
         rest = rest[match.end() :]

@@ -231,8 +231,9 @@ class PartitionInfo:
     max_time: int | None = None
 
     def __post_init__(self) -> None:
-        _check_uint(f"partition {self.name} PriorityJobFactor", self.priority_job_factor,
-                    PART_PRIORITY_MAX)
+        _check_uint(
+            f"partition {self.name} PriorityJobFactor", self.priority_job_factor, PART_PRIORITY_MAX
+        )
         _check_uint(f"partition {self.name} PriorityTier", self.priority_tier, PART_PRIORITY_MAX)
         if self.max_time is not None:
             _check_uint(f"partition {self.name} MaxTime", self.max_time, UINT32_MAX - 1, low=1)
@@ -310,8 +311,7 @@ class PendingJob:
             )
         if not math.isfinite(self.fairshare) or self.fairshare < 0:
             raise InvalidValue(f"fair-share factor {self.fairshare} is not a number >= 0")
-        _check_uint(f"job {self.job_id} association priority", self.assoc_priority,
-                    UINT32_MAX - 1)
+        _check_uint(f"job {self.job_id} association priority", self.assoc_priority, UINT32_MAX - 1)
         _check_uint(f"job {self.job_id} min_nodes", self.min_nodes, UINT32_MAX - 1)
         _check_uint(f"job {self.job_id} cpus", self.cpus, UINT32_MAX - 1)
         if self.time_limit is not None:
@@ -531,8 +531,15 @@ def slurm_job_priority(
 
     # One C expression, evaluated left to right in double.
     total = (
-        w_age + w_assoc + w_fs + w_js + w_part + w_qos + tmp_tres
-        + float(job.site_factor) - float(job.nice)
+        w_age
+        + w_assoc
+        + w_fs
+        + w_js
+        + w_part
+        + w_qos
+        + tmp_tres
+        + float(job.site_factor)
+        - float(job.nice)
     )
     priority = _clamp_to_uint32(total)
     if (

@@ -82,8 +82,8 @@ def test_update_and_delete_of_events_and_snapshots_are_refused(ledger_store: Sto
 
 def test_the_hash_chain_and_the_job_keys_are_append_only(ledger_store: Store) -> None:
     job = (
-        "{\"id\": 1, \"username\": \"u\", \"t_submit\": 1.7e9, \"t_run\": 1.7e9, "
-        "\"t_inactive\": 1.7e9, \"nnodes\": 1, \"ncores\": 1}"
+        '{"id": 1, "username": "u", "t_submit": 1.7e9, "t_run": 1.7e9, '
+        '"t_inactive": 1.7e9, "nnodes": 1, "ncores": 1}'
     )
     ledger_store.run("ingest", "-", input=job + "\n")
     for table, column in (("event_hashes", "link"), ("job_keys", "digest")):

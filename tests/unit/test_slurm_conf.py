@@ -46,15 +46,25 @@ def test_site_nodes_and_cluster_count_every_node_once(conf) -> None:  # type: ig
     # although the scavenger and debug partitions hold nodes of other partitions too.
     assert conf.cluster.nodes == 111 and conf.cluster.cpus == 7168
     assert conf.cluster_tres == {
-        "cpu": 7168, "mem": 100 * 257000 + 4 * 1031000 + 5 * 515000 + 2 * 257000, "node": 111,
-        "gres/gpu": 24, "gres/gpu:a100": 20, "gres/gpu:v100": 4,
+        "cpu": 7168,
+        "mem": 100 * 257000 + 4 * 1031000 + 5 * 515000 + 2 * 257000,
+        "node": 111,
+        "gres/gpu": 24,
+        "gres/gpu:a100": 20,
+        "gres/gpu:v100": 4,
     }
     cn = next(n for n in conf.nodes if n.name == "cn042")
     assert (cn.cpus, cn.real_memory) == (64, 257000)  # from NodeName=DEFAULT: 2·32·1 CPUs
     big = next(n for n in conf.nodes if n.name == "bigmem04")
     assert (big.cpus, big.real_memory) == (96, 1031000)  # continued line
     assert [n.name for n in conf.nodes if n.name.startswith("gpu")] == [
-        "gpu01", "gpu02", "gpu03", "gpu04", "gpu07", "gpu08", "gpu09",
+        "gpu01",
+        "gpu02",
+        "gpu03",
+        "gpu04",
+        "gpu07",
+        "gpu08",
+        "gpu09",
     ]
 
 
@@ -68,7 +78,11 @@ def test_site_partitions(conf) -> None:  # type: ignore[no-untyped-def]
     assert cpu.max_time == 2 * 24 * 60  # PartitionName=DEFAULT MaxTime=2-00:00:00
     assert parts["bigmem"].max_time == 7 * 24 * 60
     assert gpu.tres_totals == {
-        "cpu": 384, "mem": 3_089_000, "node": 7, "gres/gpu": 24, "gres/gpu:a100": 20,
+        "cpu": 384,
+        "mem": 3_089_000,
+        "node": 7,
+        "gres/gpu": 24,
+        "gres/gpu:a100": 20,
         "gres/gpu:v100": 4,
     }
     assert debug.nodes == ("cn099", "cn100", "gpu09")
@@ -109,7 +123,7 @@ def test_comments_continuations_escapes_and_case() -> None:
         "priorityweightqos=\\\n"
         "  20\n"
         "PriorityWeightFairshare=3 PriorityWeightJobSize=4\n"  # several pairs on a line
-        "PriorityFlags=\"NO_NORMAL_QOS, ACCRUE_ALWAYS\"\n"
+        'PriorityFlags="NO_NORMAL_QOS, ACCRUE_ALWAYS"\n'
         "\n# only a comment\n"
     )
     w = c.priority.weights
@@ -178,8 +192,13 @@ def test_node_cpus_memory_and_gres_forms() -> None:
     part = c.partitions[0]
     assert (part.priority_job_factor, part.priority_tier) == (7, 7)  # legacy Priority=
     assert part.tres_totals == {
-        "cpu": 49, "mem": 1002, "node": 3, "gres/gpu": 6, "gres/gpu:a100": 2,
-        "gres/gpu:v100": 1, "gres/mps": 100,
+        "cpu": 49,
+        "mem": 1002,
+        "node": 3,
+        "gres/gpu": 6,
+        "gres/gpu:a100": 2,
+        "gres/gpu:v100": 1,
+        "gres/mps": 100,
     }
     assert part.max_time is None  # no MaxTime: UNLIMITED
 

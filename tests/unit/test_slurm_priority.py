@@ -46,7 +46,10 @@ CLUSTER = ClusterSize(nodes=10, cpus=100)
 
 def job(**kw: object) -> PendingJob:
     base: dict[str, object] = {
-        "job_id": 1, "partition": "batch", "submit_time": NOW - DAY, "eligible_time": NOW - DAY,
+        "job_id": 1,
+        "partition": "batch",
+        "submit_time": NOW - DAY,
+        "eligible_time": NOW - DAY,
     }
     base.update(kw)
     return PendingJob(**base)  # type: ignore[arg-type]
@@ -60,8 +63,13 @@ def prio(j: PendingJob, weights: PriorityWeights | None = None, **kw: object):  
         favor_small=kw.pop("favor_small", False),  # type: ignore[arg-type]
     )
     return slurm_job_priority(
-        j, now=kw.pop("now", NOW), config=config, partitions=PARTS, qos=QOS,  # type: ignore[arg-type]
-        cluster=CLUSTER, **kw,  # type: ignore[arg-type]
+        j,
+        now=kw.pop("now", NOW),
+        config=config,
+        partitions=PARTS,
+        qos=QOS,  # type: ignore[arg-type]
+        cluster=CLUSTER,
+        **kw,  # type: ignore[arg-type]
     )
 
 
@@ -148,8 +156,11 @@ def test_partition_maximum_is_at_least_one() -> None:
     # DEF_PART_MAX_PRIORITY = 1: with every partition at 0 the max stays 1 (no division by 0)
     parts = (PartitionInfo("a", priority_job_factor=0),)
     r = slurm_job_priority(
-        job(partition="a"), now=NOW, config=PriorityConfig(PriorityWeights(partition=10)),
-        partitions=parts, cluster=CLUSTER,
+        job(partition="a"),
+        now=NOW,
+        config=PriorityConfig(PriorityWeights(partition=10)),
+        partitions=parts,
+        cluster=CLUSTER,
     )
     assert r.factor("PARTITION").value == 0.0 and r.priority == 1
 
@@ -227,7 +238,10 @@ def test_small_relative_to_time_falls_back_to_partition_max_time() -> None:
     flags = PriorityFlags.FAIR_TREE | PriorityFlags.SMALL_RELATIVE_TO_TIME
     parts = (PartitionInfo("p", max_time=120),)
     r = slurm_job_priority(
-        job(partition="p", cpus=50), now=NOW, partitions=parts, cluster=CLUSTER,
+        job(partition="p", cpus=50),
+        now=NOW,
+        partitions=parts,
+        cluster=CLUSTER,
         config=PriorityConfig(PriorityWeights(job_size=1), flags=flags),
     )
     assert r.factor("JOBSIZE").value == 50.0 / 120 / 100
@@ -235,7 +249,10 @@ def test_small_relative_to_time_falls_back_to_partition_max_time() -> None:
 
 def test_job_size_needs_a_cluster() -> None:
     r = slurm_job_priority(
-        job(cpus=4), now=NOW, partitions=PARTS, cluster=ClusterSize(0, 0),
+        job(cpus=4),
+        now=NOW,
+        partitions=PARTS,
+        cluster=ClusterSize(0, 0),
         config=PriorityConfig(PriorityWeights(job_size=1000)),
     )
     assert r.factor("JOBSIZE").value == 0.0
@@ -249,7 +266,9 @@ def test_tres_factors_are_job_over_partition_totals() -> None:
     w = PriorityWeights(tres=parse_tres_weights("CPU=500,Mem=100,GRES/gpu=3000"))
     r = prio(job(tres={"cpu": 20, "mem": 250, "gres/gpu": 2}), w)
     assert [(f.name, f.weighted) for f in r.factors[8:]] == [
-        ("TRES:cpu", 100.0), ("TRES:mem", 25.0), ("TRES:gres/gpu", 0.0),
+        ("TRES:cpu", 100.0),
+        ("TRES:mem", 25.0),
+        ("TRES:gres/gpu", 0.0),
     ]
     assert r.priority == 125
     # in prio: cpu 20/40 · 500 = 250; gpu 2/8 · 3000 = 750 → 1000
@@ -306,8 +325,12 @@ def _raw_qos(value: int, site: int = 0, fs: float = 0.0) -> int:
     flags = PriorityFlags.FAIR_TREE | PriorityFlags.NO_NORMAL_QOS
     qos = (QosInfo("q", value),)
     return slurm_job_priority(
-        job(qos="q", site_factor=site, fairshare=fs), now=NOW, partitions=PARTS, qos=qos,
-        cluster=CLUSTER, config=PriorityConfig(PriorityWeights(qos=1, fairshare=1), flags=flags),
+        job(qos="q", site_factor=site, fairshare=fs),
+        now=NOW,
+        partitions=PARTS,
+        qos=qos,
+        cluster=CLUSTER,
+        config=PriorityConfig(PriorityWeights(qos=1, fairshare=1), flags=flags),
     ).priority
 
 
@@ -362,8 +385,10 @@ def test_priority_flags_are_substring_matches() -> None:
     assert PriorityFlags.FAIR_TREE not in parse_priority_flags("NO_FAIR_TREE")
     assert parse_priority_flags(None) == PriorityFlags.FAIR_TREE
     assert parse_priority_flags("SMALL_RELATIVE_TO_TIME,accrue_always,INCR_ONLY") == (
-        PriorityFlags.FAIR_TREE | PriorityFlags.SMALL_RELATIVE_TO_TIME
-        | PriorityFlags.ACCRUE_ALWAYS | PriorityFlags.INCR_ONLY
+        PriorityFlags.FAIR_TREE
+        | PriorityFlags.SMALL_RELATIVE_TO_TIME
+        | PriorityFlags.ACCRUE_ALWAYS
+        | PriorityFlags.INCR_ONLY
     )
 
 
@@ -371,7 +396,15 @@ def test_factor_rows_are_in_sprio_long_column_order() -> None:
     w = PriorityWeights(1, 1, 1, 1, 1, 1, parse_tres_weights("cpu=1"))
     names = [f.name for f in prio(job(), w).factors]
     assert names == [
-        "SITE", "AGE", "ASSOC", "FAIRSHARE", "JOBSIZE", "PARTITION", "QOS", "NICE", "TRES:cpu",
+        "SITE",
+        "AGE",
+        "ASSOC",
+        "FAIRSHARE",
+        "JOBSIZE",
+        "PARTITION",
+        "QOS",
+        "NICE",
+        "TRES:cpu",
     ]
 
 
@@ -393,8 +426,13 @@ def site():  # type: ignore[no-untyped-def]
 def _site_prio(site, j: PendingJob):  # type: ignore[no-untyped-def]
     conf, qos = site
     return slurm_job_priority(
-        j, now=NOW, config=conf.priority, partitions=conf.partition_infos(), qos=qos,
-        cluster=conf.cluster, max_assoc_priority=200,
+        j,
+        now=NOW,
+        config=conf.priority,
+        partitions=conf.partition_infos(),
+        qos=qos,
+        cluster=conf.cluster,
+        max_assoc_priority=200,
     )
 
 
@@ -403,8 +441,15 @@ def test_site_job_in_cpu_partition(site) -> None:  # type: ignore[no-untyped-def
     # TRES CPU=500,Mem=100,GRES/gpu=3000. Cluster: 111 nodes, 7168 CPUs. MaxAge 7-0.
     # Partition cpu: 6400 CPUs, 25,700,000 MiB, PriorityJobFactor 1 of max 10 (debug).
     j = PendingJob(
-        job_id=101, partition="cpu", qos="normal", submit_time=NOW - 3 * DAY,
-        eligible_time=NOW - 3 * DAY, fairshare=0.5, assoc_priority=100, min_nodes=2, cpus=128,
+        job_id=101,
+        partition="cpu",
+        qos="normal",
+        submit_time=NOW - 3 * DAY,
+        eligible_time=NOW - 3 * DAY,
+        fairshare=0.5,
+        assoc_priority=100,
+        min_nodes=2,
+        cpus=128,
         tres={"cpu": 128, "mem": 128 * 3900, "node": 2},
     )
     # age       259200/604800 = 0.4285714…         · 1000  =  428.5714…
@@ -427,8 +472,15 @@ def test_site_job_in_gpu_partition(site) -> None:  # type: ignore[no-untyped-def
     # gpu partition: gpu[01-04,07] (64 CPUs, 515000 MiB, 4 a100) + gpu[08-09] (32, 257000, 2 v100)
     #   → 384 CPUs, 3,089,000 MiB, 24 GPUs, 7 nodes; PriorityJobFactor 4.
     j = PendingJob(
-        job_id=102, partition="gpu", qos="high", submit_time=NOW - 10 * DAY,
-        eligible_time=NOW - 10 * DAY, fairshare=0.25, assoc_priority=200, min_nodes=1, cpus=16,
+        job_id=102,
+        partition="gpu",
+        qos="high",
+        submit_time=NOW - 10 * DAY,
+        eligible_time=NOW - 10 * DAY,
+        fairshare=0.25,
+        assoc_priority=200,
+        min_nodes=1,
+        cpus=16,
         tres={"cpu": 16, "mem": 64000, "gres/gpu": 2, "node": 1},
     )
     # age       10 days > 7 → 1.0                  · 1000  = 1000
@@ -447,8 +499,16 @@ def test_site_job_in_gpu_partition(site) -> None:  # type: ignore[no-untyped-def
 def test_site_job_in_debug_partition_with_nice_and_site_factor(site) -> None:  # type: ignore[no-untyped-def]
     # debug: cn099, cn100 (64 CPUs, 257000 MiB each), gpu09 (32, 257000) → 160 CPUs, 771000 MiB.
     j = PendingJob(
-        job_id=103, partition="debug", qos="low", submit_time=NOW - 3600,
-        eligible_time=NOW - 600, fairshare=0.9, min_nodes=1, cpus=4, nice=1000, site_factor=50,
+        job_id=103,
+        partition="debug",
+        qos="low",
+        submit_time=NOW - 3600,
+        eligible_time=NOW - 600,
+        fairshare=0.9,
+        min_nodes=1,
+        cpus=4,
+        nice=1000,
+        site_factor=50,
         tres={"cpu": 4, "mem": 8000, "node": 1},
     )
     # age       600/604800 = 0.000992              · 1000  =    0.9921
@@ -467,8 +527,14 @@ def test_site_job_in_debug_partition_with_nice_and_site_factor(site) -> None:  #
 def test_site_scavenger_job_with_large_nice_clamps_to_one(site) -> None:  # type: ignore[no-untyped-def]
     # scavenger: PriorityJobFactor 0 → no partition term; nice 100000 outweighs everything.
     j = PendingJob(
-        job_id=104, partition="scavenger", submit_time=NOW, eligible_time=NOW, fairshare=1.0,
-        nice=100000, cpus=1, tres={"cpu": 1},
+        job_id=104,
+        partition="scavenger",
+        submit_time=NOW,
+        eligible_time=NOW,
+        fairshare=1.0,
+        nice=100000,
+        cpus=1,
+        tres={"cpu": 1},
     )
     assert _site_prio(site, j).priority == 1
 
@@ -476,7 +542,12 @@ def test_site_scavenger_job_with_large_nice_clamps_to_one(site) -> None:  # type
 # --- properties -----------------------------------------------------------------------------------
 
 WEIGHTS = PriorityWeights(
-    age=1000, assoc=500, fairshare=10000, job_size=1000, partition=2000, qos=5000,
+    age=1000,
+    assoc=500,
+    fairshare=10000,
+    job_size=1000,
+    partition=2000,
+    qos=5000,
     tres=parse_tres_weights("cpu=500,mem=100,gres/gpu=3000"),
 )
 
@@ -486,9 +557,7 @@ WEIGHTS = PriorityWeights(
     fs=st.floats(0, 1),
 )
 def test_priority_is_monotone_in_age(waits: list[int], fs: float) -> None:
-    results = [
-        prio(job(eligible_time=NOW - wait, fairshare=fs), WEIGHTS) for wait in sorted(waits)
-    ]
+    results = [prio(job(eligible_time=NOW - wait, fairshare=fs), WEIGHTS) for wait in sorted(waits)]
     ages = [r.factor("AGE").value for r in results]
     assert ages == sorted(ages) and all(0.0 <= a <= 1.0 for a in ages)
     priorities = [r.priority for r in results]
@@ -514,12 +583,27 @@ def test_priority_is_monotone_in_fairshare(fss: list[float]) -> None:
     favor_small=st.booleans(),
 )
 def test_normalized_factors_stay_in_unit_interval_and_priority_in_uint32(
-    nice: int, site: int, fs: float, cpus: int, nodes: int, wait: int, qos: str | None,
-    part: str, flags: str, favor_small: bool,
+    nice: int,
+    site: int,
+    fs: float,
+    cpus: int,
+    nodes: int,
+    wait: int,
+    qos: str | None,
+    part: str,
+    flags: str,
+    favor_small: bool,
 ) -> None:
     j = job(
-        nice=nice, site_factor=site, fairshare=fs, cpus=cpus, min_nodes=nodes, qos=qos,
-        partition=part, eligible_time=NOW - wait, time_limit=60,
+        nice=nice,
+        site_factor=site,
+        fairshare=fs,
+        cpus=cpus,
+        min_nodes=nodes,
+        qos=qos,
+        partition=part,
+        eligible_time=NOW - wait,
+        time_limit=60,
         tres={"cpu": cpus, "mem": 10 * cpus, "gres/gpu": nodes},
     )
     r = prio(j, WEIGHTS, flags=parse_priority_flags(flags), favor_small=favor_small)
@@ -532,12 +616,13 @@ def test_normalized_factors_stay_in_unit_interval_and_priority_in_uint32(
         assert r.priority == int(r.total)
 
 
-@given(nice_a=st.integers(-10**6, 10**6), nice_b=st.integers(-10**6, 10**6))
+@given(nice_a=st.integers(-(10**6), 10**6), nice_b=st.integers(-(10**6), 10**6))
 def test_priority_is_antitone_in_nice(nice_a: int, nice_b: int) -> None:
     low, high = sorted((nice_a, nice_b))
-    assert prio(job(nice=low, fairshare=0.5), WEIGHTS).priority >= prio(
-        job(nice=high, fairshare=0.5), WEIGHTS
-    ).priority
+    assert (
+        prio(job(nice=low, fairshare=0.5), WEIGHTS).priority
+        >= prio(job(nice=high, fairshare=0.5), WEIGHTS).priority
+    )
 
 
 def test_qos_usage_factor_is_carried_but_unused() -> None:
