@@ -23,7 +23,9 @@ from cli import (
     users,
 )
 from cli.session import Session
-from ledger.errors import LedgerError
+from ledger.bounds import printable, printable_lines
+from ledger.clock import parse_requested_now
+from ledger.errors import LedgerError, OutOfRange
 
 
 class LedgerGroup(click.Group):
@@ -33,11 +35,19 @@ class LedgerGroup(click.Group):
         try:
             return super().invoke(ctx)
         except LedgerError as err:
-            click.echo(f"fairledger: {err}", err=True)
+            # One line, whatever the message quotes (a name with a newline or ESC in it).
+            shown = printable_lines(str(err)) if err.multiline else printable(str(err))
+            click.echo(f"fairledger: {shown}", err=True)
+            ctx.exit(1)
+        except UnicodeEncodeError as err:
+            # Bytes that are not UTF-8 in an argument reach us as lone surrogates
+            # (surrogateescape); no store can hold them.
+            bad = printable(str(err.object[err.start : err.end]))
+            click.echo(f"fairledger: invalid text: {bad} is not valid UTF-8", err=True)
             ctx.exit(1)
         except _infrastructure_errors() as err:
             message = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-            click.echo(f"fairledger: database error: {message}", err=True)
+            click.echo(f"fairledger: database error: {printable(message)}", err=True)
             ctx.exit(1)
 
 
@@ -74,7 +84,11 @@ def cli(ctx: click.Context, db: str | None, now: str | None) -> None:
     Every change is an event with who, when and why; every table is rebuilt from them.
     """
     try:
+        if now:
+            parse_requested_now(now)  # a well-formed time out of bounds: OutOfRange, exit 1
         ctx.obj = Session(db, now)
+    except OutOfRange:
+        raise
     except LedgerError as err:
         raise click.BadParameter(str(err)) from None
     ctx.call_on_close(ctx.obj.close)
