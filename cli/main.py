@@ -39,6 +39,15 @@ class LedgerGroup(click.Group):
             shown = printable_lines(str(err)) if err.multiline else printable(str(err))
             click.echo(f"fairledger: {shown}", err=True)
             ctx.exit(1)
+        except OverflowError as err:
+            # A ledger written before ledger.bounds may hold a value no read model can (issue
+            # 10): say so in one line rather than a traceback; repairing it is another tool's.
+            click.echo(
+                f"fairledger: the log holds a value the read models cannot store ({err}); "
+                "it was recorded before values were bounded",
+                err=True,
+            )
+            ctx.exit(1)
         except UnicodeEncodeError as err:
             # Bytes that are not UTF-8 in an argument reach us as lone surrogates
             # (surrogateescape); no store can hold them.

@@ -246,3 +246,41 @@ def test_job_charge_bound() -> None:
     with pytest.raises(JobRecordError, match="charge"):
         check_job_charge(big, (1.0, 0.0, 0.0))
     check_job_charge(big, (0.0, 0.0, 0.0))
+
+
+# --- output of text recorded before these checks -------------------------------------------------
+def test_tables_and_trees_escape_control_characters() -> None:
+    from cli.output import Output, table
+    from cli.tree import render_tree
+
+    rows = [{"username": "eve\n  | forged", "bank": "\x1b[31mA"}]
+    for text in (
+        table(rows, ["username", "bank"]),
+        Output(False, "{username} {bank}", None).render(rows, ["username", "bank"]),
+    ):
+        assert "\x1b" not in text and "forged" in text
+        assert len(text.splitlines()) == len(rows) + (2 if "|" in text.splitlines()[0] else 1)
+    bank = {"bank": "r\x1bt", "parent_bank": "", "active": 1, "shares": 1, "job_usage": 0.0}
+    user = {"bank": "r\x1bt", "username": "u\nv", "active": 1, "shares": 1}
+    tree = render_tree("r\x1bt", [bank], [dict(user, job_usage=0.0, fairshare=0.5)])
+    assert "\x1b" not in tree and len(tree.splitlines()) == 3
+
+
+def test_history_lines_escape_control_characters() -> None:
+    from projections.history import Entry, line
+
+    entry = Entry(
+        position=1,
+        time=1_700_000_000.0,
+        actor="ops\x1b[2J",
+        reason="a\nb",
+        source={},
+        event="BankEdited",
+        action="edit-bank",
+        kind="bank",
+        name="A\x1b]0;t\x07",
+        changes={"shares": [1, 10]},
+    )
+    text = line(entry)
+    assert "\x1b" not in text and "\n" not in text
+    assert text.startswith("2023-11-14T22:13:20+00:00  ops\\x1b[2J  edit-bank A\\x1b]0;t\\x07")
