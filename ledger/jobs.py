@@ -114,6 +114,8 @@ def load_R(R: Mapping[str, Any] | str) -> dict[str, Any]:
             R = json.loads(R)
         except json.JSONDecodeError as exc:
             raise ResourceSetError(f"not valid JSON: {exc.msg}") from None
+        except RecursionError:
+            raise ResourceSetError("not valid JSON: nested too deep") from None
     if not isinstance(R, Mapping):
         raise ResourceSetError(f"must be a JSON object, got {type(R).__name__}")
     return dict(R)

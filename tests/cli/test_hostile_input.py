@@ -20,6 +20,7 @@ import json
 import math
 import os
 import shutil
+import sqlite3
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -28,7 +29,7 @@ from typing import Any
 
 import pytest
 from click.testing import Result
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from ledger import bounds
@@ -402,6 +403,55 @@ def _finite(text: str) -> bool:
         return math.isfinite(float(text))
     except ValueError:
         return False
+
+
+FLUX_ROW_VALUES = st.one_of(
+    hostile_ints,
+    hostile_floats,
+    hostile_text,
+    st.none(),
+    st.sampled_from([b"\x00\xff", '{"attributes": []}', "[" * 5000, 1e400]),
+)
+
+
+def test_hostile_flux_accounting_job_rows(site: Store, tmp_path: Path) -> None:
+    """`ingest --format flux-accounting-db`: rows of its jobs table, any column any value."""
+    fuzz = Fuzz(site, "flux-accounting jobs rows")
+    r_text = '{"version": 1, "execution": {"R_lite": [{"rank": "0", "children": {"core": "0"}}]}}'
+
+    @FUZZ
+    @given(data=st.data())
+    def trial(data: st.DataObject) -> None:
+        n = fuzz.next_id()
+        row: dict[str, Any] = {
+            "id": 2_000_000 + n,
+            "userid": 5001,
+            "t_submit": T0 - 100,
+            "t_run": T0 - 50,
+            "t_inactive": T0 - 10,
+            "R": r_text,
+            "jobspec": '{"attributes": {"system": {"bank": "A"}}}',
+            "bank": "A",
+            "project": None,
+        }
+        column = data.draw(st.sampled_from(sorted(row)))
+        row[column] = data.draw(FLUX_ROW_VALUES)
+        path = tmp_path / f"flux-{n}.db"
+        conn = sqlite3.connect(path)
+        try:
+            with conn:
+                conn.execute(f"CREATE TABLE jobs ({', '.join(row)})")
+                conn.execute(
+                    f"INSERT INTO jobs VALUES ({', '.join('?' * len(row))})", list(row.values())
+                )
+        except (OverflowError, UnicodeEncodeError):
+            assume(False)  # a value no SQLite file (so no flux-accounting database) can hold
+        finally:
+            conn.close()
+        fuzz.trial("ingest", str(path), "--format", "flux-accounting-db")
+
+    trial()
+    fuzz.rebuilds_the_same()
 
 
 # --- the regressions named in issue 10 -----------------------------------------------------------
