@@ -36,7 +36,7 @@ from ledger import bounds
 from ledger.clock import parse_time
 from tests.conftest import DATA, T0, Store
 
-EXAMPLES = int(os.environ.get("FAIRLEDGER_FUZZ_EXAMPLES", "30"))
+EXAMPLES = int(os.environ.get("FAIRLEDGER_FUZZ_EXAMPLES", "20"))
 FUZZ = settings(
     max_examples=EXAMPLES,
     deadline=None,
@@ -145,13 +145,12 @@ class Fuzz:
             ("list-users",),
             ("list-banks",),
             ("view-bank", "root", "-t"),
-            ("export-json",),
             ("update-fshare",),
+            ("export-json",),
         ):
             result = self.store.run(*args, now=self.now, expect=0)
             _no_raw_controls(result)
-        exported = self.store.run("export-json", now=self.now).stdout
-        json.loads(exported, parse_constant=_no_constant)
+        json.loads(result.stdout, parse_constant=_no_constant)  # export-json: strict JSON
         self.position = self.store.log_position()
 
     def rebuilds_the_same(self) -> None:
@@ -466,46 +465,44 @@ ISSUE_10 = [
 ]
 
 
-@pytest.mark.parametrize(("field", "value"), ISSUE_10)
-def test_issue_10_job_values_are_refused(site: Store, field: str, value: Any) -> None:
+def test_issue_10_job_values_are_refused(site: Store) -> None:
     fuzz = Fuzz(site, "issue 10")
-    result = fuzz.trial("ingest", "-", input=_job_line(1, field, value) + "\n")
-    assert result.exit_code == 1
-    assert f"line 1: {field}: value" in result.stderr
-    fuzz.rebuilds_the_same()
+    for n, (field, value) in enumerate(ISSUE_10, start=1):
+        result = fuzz.trial("ingest", "-", input=_job_line(n, field, value) + "\n")
+        assert result.exit_code == 1, (field, value)
+        assert f"line 1: {field}: value" in result.stderr
 
 
-@pytest.mark.parametrize(
-    "args",
-    [
-        ("add-bank", "nb", "9223372036854775808", "--parent-bank", "root"),
-        ("edit-bank", "A", "--shares", "9223372036854775808"),
-        ("add-user", "-u", "bob", "-B", "A", "--shares", "9223372036854775808"),
-        ("edit-user", "alice", "--max-running-jobs", "9223372036854775808"),
-        ("edit-user", "alice", "--max-nodes", "9223372036854775808"),
-        ("edit-factor", "--factor", "queue", "--weight", "9223372036854775808"),
-        ("add-queue", "q", "--priority", "9223372036854775808"),
-        ("add-bank", "nb", "1", "--parent-bank", "root", "--priority", "nan"),
-        ("edit-config", "node_weight=nan"),
-        ("edit-config", "priority_decay_half_life=0.000001"),
-        ("add-bank", "n\x00b", "1", "--parent-bank", "root"),
-        ("add-user", "-u", "al\x00ice", "-B", "A"),
-        ("add-queue", "q\x00"),
-        ("add-project", "p\x00"),
-        ("add-user", "-u", "eve\n  | forged", "-B", "A"),
-        ("add-bank", "\x1b[31mred", "1", "--parent-bank", "root"),
-        ("edit-bank", "A", "--shares", "5", "--reason", "line one\nline two"),
-        ("edit-bank", "A", "--shares", "5", "--reason", "\x1b]0;pwned\x07"),
-        ("edit-bank", "A", "--shares", "5", "--actor", "ops\x1b[2J"),
-    ],
-)
-def test_issue_10_command_values_are_refused(site: Store, args: tuple[str, ...]) -> None:
+ISSUE_10_COMMANDS = [
+    ("add-bank", "nb", "9223372036854775808", "--parent-bank", "root"),
+    ("edit-bank", "A", "--shares", "9223372036854775808"),
+    ("add-user", "-u", "bob", "-B", "A", "--shares", "9223372036854775808"),
+    ("edit-user", "alice", "--max-running-jobs", "9223372036854775808"),
+    ("edit-user", "alice", "--max-nodes", "9223372036854775808"),
+    ("edit-factor", "--factor", "queue", "--weight", "9223372036854775808"),
+    ("add-queue", "q", "--priority", "9223372036854775808"),
+    ("add-bank", "nb", "1", "--parent-bank", "root", "--priority", "nan"),
+    ("edit-config", "node_weight=nan"),
+    ("edit-config", "priority_decay_half_life=0.000001"),
+    ("add-bank", "n\x00b", "1", "--parent-bank", "root"),
+    ("add-user", "-u", "al\x00ice", "-B", "A"),
+    ("add-queue", "q\x00"),
+    ("add-project", "p\x00"),
+    ("add-user", "-u", "eve\n  | forged", "-B", "A"),
+    ("add-bank", "\x1b[31mred", "1", "--parent-bank", "root"),
+    ("edit-bank", "A", "--shares", "5", "--reason", "line one\nline two"),
+    ("edit-bank", "A", "--shares", "5", "--reason", "\x1b]0;pwned\x07"),
+    ("edit-bank", "A", "--shares", "5", "--actor", "ops\x1b[2J"),
+]
+
+
+def test_issue_10_command_values_are_refused(site: Store) -> None:
     fuzz = Fuzz(site, "issue 10")
-    result = fuzz.trial(*args)
-    assert result.exit_code == 1, result.output
-    if "9223372036854775808" in args:
-        assert "9223372036854775808 is out of range" in result.stderr
-    fuzz.rebuilds_the_same()
+    for args in ISSUE_10_COMMANDS:
+        result = fuzz.trial(*args)
+        assert result.exit_code == 1, (args, result.output)
+        if "9223372036854775808" in args:
+            assert "9223372036854775808 is out of range" in result.stderr
 
 
 def test_issue_10_now_a_year_ahead_is_refused(site: Store) -> None:
