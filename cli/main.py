@@ -43,8 +43,8 @@ class LedgerGroup(click.Group):
             # A ledger written before ledger.bounds may hold a value no read model can (issue
             # 10): say so in one line rather than a traceback; repairing it is another tool's.
             click.echo(
-                f"fairledger: the log holds a value the read models cannot store ({err}); "
-                "it was recorded before values were bounded",
+                f"fairledger: a value too large to store ({err}); a ledger written before "
+                "values were bounded may hold one in its log",
                 err=True,
             )
             ctx.exit(1)
