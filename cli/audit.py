@@ -9,6 +9,7 @@ import click
 
 from cli.params import AS_OF, AsOf
 from cli.session import Session, session
+from ledger.bounds import printable
 from ledger.clock import iso
 from projections import as_of as as_of_view
 from projections import diff as diff_view
@@ -167,7 +168,7 @@ def diff(ctx: click.Context, from_: AsOf, to: AsOf | None, as_json: bool) -> Non
         click.echo("no changes", err=True)
         return
     for text in diff_view.lines(result):
-        click.echo(text)
+        click.echo(printable(text))
 
 
 COMMANDS: list[click.Command] = [history, diff]

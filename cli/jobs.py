@@ -16,10 +16,12 @@ import click
 from cli.output import Output, output_options
 from cli.params import TIME, AsOf, as_of_option
 from cli.session import Session, change_options, session
+from ledger import bounds
+from ledger.clock import real_now
 from ledger.errors import InvalidValue, NotFound
 from ledger.flux_jobs import record_from_flux_row
 from ledger.site_usage import AssociationResolver
-from projections import job_queries
+from projections import job_queries, usage_tables
 
 if TYPE_CHECKING:
     from ledger.ingest import BadLine
@@ -139,7 +141,9 @@ def _ingest(
     state = ledger.state()
     with tempfile.TemporaryDirectory(prefix="fairledger-ingest-") as work:
         spool = os.path.join(work, "records.pickle")
-        bad, total = _validate_to_spool(path, fmt, skip_invalid, shown, spool, state)
+        bad, total = _validate_to_spool(
+            path, fmt, skip_invalid, shown, spool, state, charged=recorded_charges(s)
+        )
         for line in bad:
             click.echo(f"fairledger: skipped {shown}: {line}", err=True)
         counts = _record_spool(s, spool, total, reason, {"input": shown, "format": fmt}, state)
@@ -156,29 +160,74 @@ def _validate_to_spool(
     spool: str,
     state: SiteState,
     mark: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+    charged: dict[tuple[int, str, str], int] | None = None,
 ) -> tuple[list[BadLine], int]:
     """Pass 1: validate every line, so that a bad one records nothing, and spool the valid
     ones as primitive records (charged with the weights in force), so that recording needs no
     second validation and a million-line input never sits in memory. `mark` may amend each
-    record (import-flux-accounting marks the jobs its opening balance already holds)."""
+    record (import-flux-accounting marks the jobs its opening balance already holds).
+    `charged`: the charge units already recorded per job identity (recorded_charges), which
+    the input must not take past bounds.ASSOCIATION_CHARGE_UNITS_MAX."""
     # Imported here: pydantic's model build is the costliest import, and only ingest needs it.
     from ledger.ingest import check_no_bad_lines, parse_lines, to_record, weights
 
     node_w, core_w, gpu_w = weights(state)
+    latest = bounds.latest_time(real_now())
+    totals = ChargeTotals(charged or {})
     bad: list[BadLine] = []
     first = 1
     with open(spool, "wb") as out:
         for chunk in _chunks(_reader(path, fmt), CHUNK_LINES):
-            parsed = parse_lines(chunk, first_line=first)
+            parsed = parse_lines(
+                chunk, first_line=first, latest=latest, charge_weights=(node_w, core_w, gpu_w)
+            )
             first += len(chunk)
             if parsed.bad and not skip_invalid:
                 check_no_bad_lines(parsed, shown)
             bad.extend(parsed.bad)
-            records = (to_record(job, node_w, core_w, gpu_w) for job in parsed.records)
+            records = [to_record(job, node_w, core_w, gpu_w) for job in parsed.records]
+            records = [mark(r) if mark else r for r in records]
+            totals.add(records)
             # Pickled a chunk at a time: this private temporary file is read back only by
             # pass 2 of the same process, and pickle is several times faster than JSON here.
-            pickle.dump([mark(r) if mark else r for r in records], out, pickle.HIGHEST_PROTOCOL)
+            pickle.dump(records, out, pickle.HIGHEST_PROTOCOL)
     return bad, first - 1
+
+
+def recorded_charges(s: Session) -> dict[tuple[int, str, str], int]:
+    """The charge units recorded so far per job identity, from the caught-up read model."""
+    return usage_tables.identity_charge_units(s.read())
+
+
+class ChargeTotals:
+    """Per job identity (userid, username, bank as recorded, like period_totals' key), the
+    charge units recorded and read so far: every sum of them must fit a BIGINT, so an input
+    that would take one past bounds.ASSOCIATION_CHARGE_UNITS_MAX is refused before anything is
+    recorded (a duplicate of a recorded job counts too: conservative, and only near the
+    bound)."""
+
+    def __init__(self, recorded: dict[tuple[int, str, str], int]) -> None:
+        self.units = dict(recorded)
+
+    def add(self, records: list[dict[str, Any]]) -> None:
+        for r in records:
+            if r.get("in_balance"):
+                continue  # recorded with charge_units 0: its charge is the balance's
+            key = (
+                -1 if r.get("userid") is None else int(r["userid"]),
+                r.get("username") or "",
+                r.get("bank") or "",
+            )
+            total = self.units.get(key, 0) + usage_tables.charge_units(r["charge"])
+            if total > bounds.ASSOCIATION_CHARGE_UNITS_MAX:
+                who = "/".join(bounds.printable(str(part)) for part in key if part not in ("", -1))
+                raise InvalidValue(
+                    f"job {r['id']}: the charges of {who} would total "
+                    f"{total / bounds.CHARGE_UNITS:.5f}, more than the ledger can sum "
+                    f"({bounds.ASSOCIATION_CHARGE_UNITS_MAX / bounds.CHARGE_UNITS:.5f}); "
+                    "nothing recorded"
+                )
+            self.units[key] = total
 
 
 def _spooled(spool: str) -> Iterator[dict[str, Any]]:

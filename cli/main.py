@@ -23,8 +23,9 @@ from cli import (
     users,
 )
 from cli.session import Session
-from ledger.clock import parse_time
-from ledger.errors import LedgerError
+from ledger.bounds import printable, printable_lines
+from ledger.clock import parse_requested_now
+from ledger.errors import LedgerError, OutOfRange
 
 
 class LedgerGroup(click.Group):
@@ -34,11 +35,28 @@ class LedgerGroup(click.Group):
         try:
             return super().invoke(ctx)
         except LedgerError as err:
-            click.echo(f"fairledger: {err}", err=True)
+            # One line, whatever the message quotes (a name with a newline or ESC in it).
+            shown = printable_lines(str(err)) if err.multiline else printable(str(err))
+            click.echo(f"fairledger: {shown}", err=True)
+            ctx.exit(1)
+        except OverflowError as err:
+            # A ledger written before ledger.bounds may hold a value no read model can (issue
+            # 10): say so in one line rather than a traceback; repairing it is another tool's.
+            click.echo(
+                f"fairledger: a value too large to store ({err}); a ledger written before "
+                "values were bounded may hold one in its log",
+                err=True,
+            )
+            ctx.exit(1)
+        except UnicodeEncodeError as err:
+            # Bytes that are not UTF-8 in an argument reach us as lone surrogates
+            # (surrogateescape); no store can hold them.
+            bad = printable(str(err.object[err.start : err.end]))
+            click.echo(f"fairledger: invalid text: {bad} is not valid UTF-8", err=True)
             ctx.exit(1)
         except _infrastructure_errors() as err:
             message = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-            click.echo(f"fairledger: database error: {message}", err=True)
+            click.echo(f"fairledger: database error: {printable(message)}", err=True)
             ctx.exit(1)
 
 
@@ -77,7 +95,10 @@ def cli(ctx: click.Context, db: str | None, now: str | None) -> None:
     ctx.obj = Session(db, None)  # a bad --db is one line and exit 1 (LedgerGroup.invoke)
     ctx.call_on_close(ctx.obj.close)
     try:
-        ctx.obj.set_now(parse_time(now) if now else None)
+        # A well-formed time out of bounds is OutOfRange (exit 1); a malformed one exit 2.
+        ctx.obj.set_now(parse_requested_now(now) if now else None)
+    except OutOfRange:
+        raise
     except LedgerError as err:
         raise click.BadParameter(str(err)) from None
 

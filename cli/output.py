@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from ledger.bounds import printable
 from ledger.errors import InvalidValue
 from ledger.state import INTEGER_MAX
 
@@ -76,7 +77,9 @@ def display_value(column: str, value: Any) -> str:
         return "true" if value else "false"
     if value == INTEGER_MAX and isinstance(value, int) and not isinstance(value, bool):
         return "unlimited"
-    return str(value)
+    # Names written before ledger.bounds refused control characters must not drive the
+    # terminal or forge a row: they are shown escaped.
+    return printable(str(value))
 
 
 def json_row(row: dict[str, Any]) -> dict[str, Any]:
@@ -94,10 +97,14 @@ def table(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
     return "\n".join(lines)
 
 
+def _printable_row(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: printable(v) if isinstance(v, str) else v for k, v in row.items()}
+
+
 def format_rows(rows: Sequence[dict[str, Any]], columns: Sequence[str], fmt: str) -> str:
     try:
         header = fmt.format(**{c: c for c in columns})
-        lines = [header] + [fmt.format(**row) for row in rows]
+        lines = [header] + [fmt.format(**_printable_row(row)) for row in rows]
     except KeyError as err:
         raise InvalidValue(
             f"Invalid column name in format string: {err.args[0]}. "

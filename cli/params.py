@@ -1,4 +1,5 @@
-"""click parameter types: a malformed value is click's usage error (exit 2) naming the value."""
+"""click parameter types: a malformed value is click's usage error (exit 2) naming the value;
+a well-formed one beyond ledger.bounds is the ledger's refusal (OutOfRange, exit 1)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import click
 
 from ledger.clock import parse_time
 from ledger.durations import parse_duration
-from ledger.errors import InvalidValue
+from ledger.errors import InvalidValue, OutOfRange
 
 
 class DurationType(click.ParamType):
@@ -18,6 +19,8 @@ class DurationType(click.ParamType):
     def convert(self, value: Any, param: Any, ctx: Any) -> float:
         try:
             return parse_duration(value)
+        except OutOfRange:
+            raise
         except InvalidValue as err:
             self.fail(str(err), param, ctx)
 
@@ -43,6 +46,8 @@ class TimeType(click.ParamType):
     def convert(self, value: Any, param: Any, ctx: Any) -> float:
         try:
             return parse_time(value)
+        except OutOfRange:
+            raise
         except InvalidValue as err:
             self.fail(str(err), param, ctx)
 
@@ -76,10 +81,14 @@ class AsOfType(click.ParamType):
         if relative and relative[-1:] in "smhdw" and relative[:1].isdigit():
             try:
                 return AsOf(ago=parse_duration(relative))
+            except OutOfRange:
+                raise
             except InvalidValue as err:
                 self.fail(str(err), param, ctx)
         try:
             return AsOf(absolute=parse_time(text))
+        except OutOfRange:
+            raise
         except InvalidValue as err:
             self.fail(str(err), param, ctx)
 

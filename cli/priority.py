@@ -12,6 +12,7 @@ import click
 from cli.output import table
 from cli.params import AsOf, as_of_option
 from cli.session import session
+from ledger import bounds
 from ledger.errors import InvalidValue, LedgerError, NotFound
 from ledger.limits import (
     AssociationCounters,
@@ -22,7 +23,7 @@ from ledger.limits import (
     QueueLimits,
     evaluate_job,
 )
-from ledger.payloads import PAYLOAD_NAMES, payloads, plugin_config
+from ledger.payloads import PAYLOAD_NAMES, payloads, plugin_config, strict_json
 from ledger.priority import PriorityWeights, job_priority, queue_factor
 from ledger.site import csv_items
 from ledger.storage import Connection
@@ -39,6 +40,13 @@ def _association(conn: Connection, username: str, bank: str | None) -> dict[str,
         if row["bank"] == wanted:
             return row
     raise NotFound(f"user {username} not found in bank {wanted}")
+
+
+def _check_names(**names: str | None) -> None:
+    """Names asked about must be names the ledger could hold (a NUL is refused by PostgreSQL)."""
+    for kind, name in names.items():
+        if name is not None:
+            bounds.check_name(kind, name)
 
 
 def _bank_priority(conn: Connection, bank: str) -> float:
@@ -76,6 +84,9 @@ def priority(
     """The integer priority a job of USERNAME would get, factor by factor."""
     if not 0 <= urgency <= 31:
         raise InvalidValue(f"invalid urgency: {urgency} (must be 0..31)")
+    if fairshare is not None:
+        fairshare = bounds.check_float("--fairshare", fairshare, 0.0, 1.0)
+    _check_names(username=username, bank=bank, queue=queue)
     conn = session(ctx).read(as_of)
     assoc = _association(conn, username, bank)
     if queue is not None and queue not in {q["queue"] for q in queries.queues(conn)}:
@@ -187,6 +198,8 @@ def check_job(
     for name, value in sizes.items():
         if value < 0:
             raise InvalidValue(f"invalid --{name}: {value} (must be >= 0)")
+        bounds.check_int(f"--{name}", value, 0, bounds.COUNT_MAX)
+    _check_names(username=username, bank=bank, queue=queue, project=project)
     conn = session(ctx).read(as_of)
     # Unknown queues and projects are not errors here: the plugin's own rules decide
     # (an unknown queue passes unless deny_unknown_queues; a project must be listed).
@@ -277,7 +290,7 @@ def current_payloads(conn: Connection) -> dict[str, dict[str, Any]]:
 def export_json(ctx: click.Context, as_of: AsOf | None) -> None:
     """The config Flux's mf_priority plugin loads:
     flux jobtap load mf_priority.so "config=$(fairledger export-json)"."""
-    click.echo(json.dumps(plugin_config(current_payloads(session(ctx).read(as_of)))))
+    click.echo(strict_json(plugin_config(current_payloads(session(ctx).read(as_of)))))
 
 
 @click.command("export-payloads")
@@ -294,13 +307,13 @@ def export_payloads(ctx: click.Context, as_of: AsOf | None, directory: str | Non
     """The priority-update RPC payloads (rec_update, rec_q_update, ...), as sent."""
     sent = current_payloads(session(ctx).read(as_of))
     if directory is None:
-        click.echo(json.dumps(sent, indent=2))
+        click.echo(strict_json(sent, indent=2))
         return
     os.makedirs(directory, exist_ok=True)
+    texts = {name: strict_json(sent[name], indent=2) for name in PAYLOAD_NAMES}  # all, or none
     for name in PAYLOAD_NAMES:
         with open(os.path.join(directory, f"{name}.json"), "w", encoding="utf-8") as handle:
-            json.dump(sent[name], handle, indent=2)
-            handle.write("\n")
+            handle.write(texts[name] + "\n")
     click.echo(f"wrote {len(PAYLOAD_NAMES)} payloads to {directory}")
 
 

@@ -11,6 +11,7 @@ import click
 from cli.output import table
 from cli.params import TIME
 from cli.session import session
+from ledger.bounds import printable_lines
 from ledger.clock import iso, to_datetime
 from ledger.errors import InvalidValue, NotFound
 from ledger.job_ids import format_f58, parse_job_id
@@ -44,7 +45,7 @@ def explain_job_command(ctx: click.Context, jobid: str, cluster: str | None, as_
     if as_json:
         click.echo(json.dumps(_explanation_json(found), indent=2))
     else:
-        click.echo(_explanation_text(found))
+        click.echo(printable_lines(_explanation_text(found)))
 
 
 def _moment_json(moment: Moment | None) -> dict[str, Any] | None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ledger.bounds import printable
+
 HEADER = ("Bank", "Username", "Active", "RawShares", "RawUsage", "Fairshare")
 
 
@@ -73,4 +75,5 @@ def render_tree(
     root = by_name[top]
     lines.append(bank_line(root, 0, round(root["job_usage"], 2)))
     visit(root, 0)
-    return "\n".join(lines) + "\n"
+    # Names written before ledger.bounds refused control characters are shown escaped.
+    return "\n".join(printable(line) for line in lines) + "\n"

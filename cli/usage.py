@@ -9,6 +9,7 @@ import click
 
 from cli.params import TIME
 from cli.session import change_options, session
+from ledger.bounds import printable
 from ledger.clock import iso
 from ledger.errors import InvalidValue
 from ledger.site import Site, Stamp
@@ -161,7 +162,7 @@ def view_usage_report(
         lines.append(f"{label:<26}" + "".join(f"{v:>14.2f}" for v in row))
         grand = [a + b for a, b in zip(grand, row, strict=True)]
     lines.append(f"{'TOTAL':<26}" + "".join(f"{v:>14.2f}" for v in grand))
-    click.echo("\n".join(lines))
+    click.echo("\n".join(printable(line) for line in lines))
 
 
 COMMANDS = [update_usage, update_fshare, clear_usage, view_usage_report]

@@ -10,6 +10,7 @@ import click
 from cli.output import Output, output_options
 from cli.params import LIMIT, AsOf, as_of_option
 from cli.session import change_options, session
+from ledger.bounds import printable
 from projections import queries
 from projections.schema import ASSOCIATION_COLUMNS
 
@@ -19,7 +20,7 @@ BIN_COLUMNS = ["username", "bank", "job_usage", "bins"]
 def _os_userid(username: str) -> int | None:
     try:
         return pwd.getpwnam(username).pw_uid
-    except KeyError:
+    except (KeyError, ValueError):  # ValueError: a NUL in the name, which add-user refuses
         return None
 
 
@@ -153,7 +154,7 @@ def view_user(
         click.echo(Output(as_json, fmt, fields).render(bins, BIN_COLUMNS))
         return
     if list_banks:
-        click.echo("\n".join(r["bank"] for r in rows))
+        click.echo("\n".join(printable(r["bank"]) for r in rows))
         return
     click.echo(Output(as_json, fmt, fields).render(rows, ASSOCIATION_COLUMNS))
 

@@ -4,6 +4,10 @@
 class LedgerError(Exception):
     """A rule of the ledger was broken; the CLI prints the message and exits 1."""
 
+    # One line, unless the error lists its problems one a line (then printed line by line);
+    # either way control characters are escaped on output (ledger.bounds.printable).
+    multiline = False
+
 
 class NotFound(LedgerError):
     pass
@@ -15,6 +19,17 @@ class AlreadyExists(LedgerError):
 
 class InvalidValue(LedgerError):
     pass
+
+
+class ProblemList(InvalidValue):
+    """Several refused rows (pop-db, an import): a heading line, then one line each."""
+
+    multiline = True
+
+
+class OutOfRange(InvalidValue):
+    """A well-formed value beyond what the ledger can hold (ledger.bounds): refused with exit 1
+    even where a malformed value of the same parameter is click's usage error (exit 2)."""
 
 
 class ClockWentBackwards(LedgerError):

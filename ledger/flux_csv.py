@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ledger.errors import InvalidValue, LedgerError
+from ledger.errors import InvalidValue, LedgerError, ProblemList
 from ledger.flux_import import AssociationPlan, event_order
 from ledger.flux_tables import (
     TABLE_COLUMNS,
@@ -252,7 +252,7 @@ class _Loader:
                 self.attempt(row, self.site.delete_bank, self.at(row), name, False)
         self.errors += [p.line() for p in self.checked.problems]
         if self.errors:
-            raise InvalidValue(
+            raise ProblemList(
                 f"pop-db: {len(self.errors)} row(s) refused; nothing written:\n  "
                 + "\n  ".join(self.errors)
             )

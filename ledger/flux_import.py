@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ledger.errors import AlreadyExists, InvalidValue, LedgerError, NotFound
+from ledger.errors import AlreadyExists, InvalidValue, LedgerError, NotFound, ProblemList
 from ledger.flux_tables import (
     FLUX_CONFIG_DEFAULTS,
     TABLE_COLUMNS,
@@ -85,7 +85,7 @@ KNOWN_TABLES = (*OBJECT_TABLES, "t_half_life_period_table", "jobs", "sqlite_sequ
 MAPPED_COLUMNS = {"association_table": {"deleted"}}
 
 
-class ImportRefused(InvalidValue):
+class ImportRefused(ProblemList):
     """The source breaks rules of ours that no requested fix repairs: nothing was written."""
 
     def __init__(self, file: str, problems: list[Problem]) -> None:

@@ -10,10 +10,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import ValidationError
-
+from ledger import bounds
 from ledger.errors import InvalidValue
-from ledger.jobs import JobRecord, JobRecordError, describe_validation_error, parse_job_line
+from ledger.jobs import JobRecord, JobRecordError, parse_job_line, validate_job
 from ledger.state import SiteState
 
 # Fields stored in every record; anything else a site sends is kept under "extra".
@@ -52,27 +51,43 @@ class ParsedInput:
     lines: int = 0
 
 
-def parse_lines(lines: Iterable[str | dict[str, Any]], first_line: int = 1) -> ParsedInput:
+def parse_lines(
+    lines: Iterable[str | dict[str, Any]],
+    first_line: int = 1,
+    latest: float | None = None,
+    charge_weights: tuple[float, float, float] | None = None,
+) -> ParsedInput:
     """Every non-blank line (a JSON text, or an already decoded object) parsed; the bad ones
-    collected with their line numbers."""
+    collected with their line numbers. `latest`: the latest time a job may have ended
+    (bounds.latest_time of the real clock); `charge_weights`: the weights in force, whose
+    charge must stay within bounds.JOB_CHARGE_MAX."""
     out = ParsedInput()
     for number, line in enumerate(lines, start=first_line):
         out.lines = number
         try:
             if isinstance(line, dict):
-                out.records.append(parse_job_object(line))
+                job = parse_job_object(line, latest)
             elif line.strip():
-                out.records.append(parse_job_line(line))
+                job = parse_job_line(line, latest)
+            else:
+                continue
+            if charge_weights is not None:
+                check_job_charge(job, charge_weights)
+            out.records.append(job)
         except JobRecordError as err:
             out.bad.append(BadLine(number, str(err)))
     return out
 
 
-def parse_job_object(data: dict[str, Any]) -> JobRecord:
+def parse_job_object(data: dict[str, Any], latest: float | None = None) -> JobRecord:
+    return validate_job(data, latest)
+
+
+def check_job_charge(job: JobRecord, charge_weights: tuple[float, float, float]) -> None:
     try:
-        return JobRecord.model_validate(data)
-    except ValidationError as err:
-        raise JobRecordError(describe_validation_error(err)) from None
+        bounds.check_charge(job.charge(*charge_weights))
+    except InvalidValue as err:
+        raise JobRecordError(f"{err} under the weights in force {charge_weights}") from None
 
 
 def weights(state: SiteState) -> tuple[float, float, float]:

@@ -24,6 +24,8 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails
 
+from ledger import bounds
+from ledger.bounds import COUNT_MAX, USERID_MAX
 from ledger.errors import InvalidValue
 from ledger.job_ids import (  # noqa: F401 - re-exported: the record's module names them too
     JOB_ID_MAX,
@@ -34,7 +36,6 @@ from ledger.job_ids import (  # noqa: F401 - re-exported: the record's module na
     parse_job_id,
 )
 
-USERID_MAX = 2**32 - 1  # Flux user IDs are 32-bit
 URGENCY_MAX = 31  # Flux urgency runs 0 (held) .. 31 (expedite)
 DEFAULT_CLUSTER = "cluster"  # flux-accounting hard-codes this name
 
@@ -113,6 +114,8 @@ def load_R(R: Mapping[str, Any] | str) -> dict[str, Any]:
             R = json.loads(R)
         except json.JSONDecodeError as exc:
             raise ResourceSetError(f"not valid JSON: {exc.msg}") from None
+        except RecursionError:
+            raise ResourceSetError("not valid JSON: nested too deep") from None
     if not isinstance(R, Mapping):
         raise ResourceSetError(f"must be a JSON object, got {type(R).__name__}")
     return dict(R)
@@ -183,8 +186,12 @@ def job_charge(
 
 # --- the ingest record --------------------------------------------------------------------------
 
-Count = Annotated[int, Strict(), Field(ge=0)]  # Strict: true/false and 1.5 are not counts
-EpochSeconds = Annotated[float, Strict(), Field(allow_inf_nan=False)]
+# Strict: true/false and 1.5 are not counts. The bounds are ledger.bounds' (issue 10).
+Count = Annotated[int, Strict(), Field(ge=0, le=COUNT_MAX)]
+EpochSeconds = Annotated[
+    float, Strict(), Field(allow_inf_nan=False, ge=bounds.TIME_MIN, le=bounds.TIME_MAX)
+]
+LATEST_TIME = "latest_time"  # validation context: the latest time a job may have ended
 
 
 class JobRecord(BaseModel):
@@ -251,6 +258,24 @@ class JobRecord(BaseModel):
             raise ValueError("must not be empty")
         return value
 
+    @field_validator("username", "bank", "queue", "project", "cluster")
+    @classmethod
+    def _printable_name(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is not None:
+            try:
+                bounds.check_name(str(info.field_name), value)
+            except InvalidValue as exc:
+                raise ValueError(_reason(exc)) from None
+        return value
+
+    @field_validator("t_run", "t_inactive", "t_submit")
+    @classmethod
+    def _not_in_the_future(cls, value: float, info: ValidationInfo) -> float:
+        latest = (info.context or {}).get(LATEST_TIME)
+        if latest is not None and value > latest:
+            raise ValueError(f"in the future (later than {bounds.latest_description(latest)})")
+        return value
+
     @field_validator("t_inactive")
     @classmethod
     def _ended_after_start(cls, value: float, info: ValidationInfo) -> float:
@@ -271,6 +296,15 @@ class JobRecord(BaseModel):
     def _names_a_user(self) -> JobRecord:
         if self.userid is None and self.username is None:
             raise ValueError("userid: missing; give userid and/or username")
+        return self
+
+    @model_validator(mode="after")
+    def _extra_is_json(self) -> JobRecord:
+        for name, value in (self.model_extra or {}).items():
+            try:
+                bounds.check_json_value(printable_field(name), value)
+            except InvalidValue as exc:
+                raise ValueError(str(exc)) from None
         return self
 
     def charge(
@@ -311,6 +345,16 @@ def _fill_counts_from_R(data: dict[str, Any]) -> None:
             )
 
 
+def _reason(exc: InvalidValue) -> str:
+    """A bounds message without the field name pydantic's report already starts with."""
+    text = str(exc)
+    return text.split(": ", 1)[1] if ": " in text else text
+
+
+def printable_field(name: str) -> str:
+    return bounds.printable(name[:40])
+
+
 def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
@@ -318,17 +362,25 @@ def _is_number(value: Any) -> bool:
 # --- one ingest line ----------------------------------------------------------------------------
 
 
-def parse_job_line(line: str) -> JobRecord:
+def parse_job_line(line: str, latest: float | None = None) -> JobRecord:
     """One JSON line of `fairledger ingest` as a JobRecord, or a JobRecordError whose
-    one-line message names the field and value at fault."""
+    one-line message names the field and value at fault. `latest`: the latest time a job may
+    have ended (bounds.latest_time of the real clock)."""
     try:
         data = json.loads(line)
     except json.JSONDecodeError as exc:
         raise JobRecordError(f"not valid JSON: {exc.msg} (column {exc.colno})") from None
+    except RecursionError:
+        raise JobRecordError("not valid JSON: nested too deep") from None
     if not isinstance(data, dict):
         raise JobRecordError(f"a job record must be a JSON object, got {type(data).__name__}")
+    return validate_job(data, latest)
+
+
+def validate_job(data: Any, latest: float | None = None) -> JobRecord:
+    """A decoded record as a JobRecord, or a JobRecordError naming the field at fault."""
     try:
-        return JobRecord.model_validate(data)
+        return JobRecord.model_validate(data, context={LATEST_TIME: latest})
     except ValidationError as exc:
         raise JobRecordError(describe_validation_error(exc)) from None
 
@@ -346,7 +398,7 @@ _COUNT_HINT = {"nnodes": " (or give R)", "ncores": " (or give R)"}
 
 
 def _describe(problem: ErrorDetails) -> str:
-    field = ".".join(str(part) for part in problem["loc"])
+    field = printable_field(".".join(str(part) for part in problem["loc"]))
     reason = problem["msg"].removeprefix("Value error, ")
     if problem["type"] == "missing":
         return f"{field}: required field is missing{_COUNT_HINT.get(field, '')}"
@@ -361,4 +413,7 @@ def _show(value: Any, limit: int = 60) -> str:
         shown = json.dumps(value, ensure_ascii=False)
     except (TypeError, ValueError):
         shown = repr(value)
-    return shown if len(shown) <= limit else shown[: limit - 3] + "..."
+    except RecursionError:
+        shown = "(nested too deep)"
+    shown = bounds.printable(shown if len(shown) <= limit else shown[: limit - 3] + "...")
+    return shown

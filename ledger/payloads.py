@@ -5,8 +5,12 @@ Pure: rows in, JSON-ready dicts out; the same shapes the plugin unpacks, field f
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from ledger.bounds import INT32_MAX as INTEGER_MAX
+from ledger.errors import InvalidValue
 
 Row = Mapping[str, Any]
 QUEUE_FIELDS = (
@@ -29,7 +33,6 @@ PAYLOAD_NAMES = (
     "rec_config_update",
 )
 OWNER_LIMIT = 1000000  # what priority-update grants the instance owner
-INTEGER_MAX = 2147483647
 
 
 def association_entry(row: Row) -> dict[str, Any]:
@@ -96,6 +99,19 @@ def payloads(
             "data": {"deny_unknown_queues": config.get("deny_unknown_queues", "false") == "true"}
         },
     }
+
+
+def strict_json(data: Any, indent: int | None = None) -> str:
+    """JSON the plugin can parse: a NaN or an infinity (which json.dumps writes as the
+    non-JSON `NaN`/`Infinity`) is refused. ledger.bounds keeps them out of new ledgers; a
+    ledger written before could still hold one."""
+    try:
+        return json.dumps(data, indent=indent, allow_nan=False)
+    except ValueError:
+        raise InvalidValue(
+            "the payload holds a value that is not a finite number (NaN or infinity), which "
+            "JSON cannot carry; find it with list-banks / list-users --json"
+        ) from None
 
 
 def plugin_config(sent: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:

@@ -17,8 +17,10 @@ from uuid import NAMESPACE_URL, uuid5
 
 from eventsourcing.domain import Aggregate
 
+from ledger import bounds
 from ledger import events as ev
 from ledger import import_events as iev
+from ledger.bounds import check_float, check_int, check_text
 from ledger.durations import format_seconds, parse_duration
 from ledger.errors import AlreadyExists, InvalidValue, NotFound
 from ledger.reducers import fold
@@ -44,6 +46,11 @@ class Stamp:
     actor: str
     reason: str = ""
     source: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # Who and why are printed by `history`: one printable line each (ledger.bounds).
+        check_text("actor", self.actor)
+        check_text("reason", self.reason)
 
     def kwargs(self) -> dict[str, Any]:
         return {
@@ -94,6 +101,8 @@ class Site(Aggregate):
         s = self.state
         _check_name("bank", bank)
         _check_shares(shares)
+        if priority is not None:
+            priority = _check_bank_priority(priority)
         existing = s.banks.get(bank)
         if existing is not None and existing.active:
             raise AlreadyExists(f"bank {bank} already exists")
@@ -139,7 +148,7 @@ class Site(Aggregate):
             _check_shares(shares)
             wanted["shares"] = shares
         if priority is not None:
-            wanted["priority"] = float(priority)
+            wanted["priority"] = _check_bank_priority(priority)
         if parent_bank is not None and parent_bank != current.parent_bank:
             if not current.parent_bank:
                 raise InvalidValue(f"bank {bank} is the root bank and cannot be moved")
@@ -218,6 +227,9 @@ class Site(Aggregate):
         that was inactive where it comes from (an import), in one event."""
         s = self.state
         _check_name("username", username)
+        for key in ("creation_time", "mod_time"):  # an import's times, kept in the source
+            if key in stamp.source:
+                bounds.check_time(key, stamp.source[key])
         target = s.banks.get(bank)
         if target is None:
             raise NotFound(f"bank {bank} does not exist in bank_table")
@@ -236,7 +248,7 @@ class Site(Aggregate):
             userid = next(iter(others.values())).userid if others else os_userid
         if userid is None:
             userid = 65534
-        _check_non_negative("userid", userid)
+        _check_non_negative("userid", userid, bounds.USERID_MAX)
         default = None if s.default_banks.get(username) else [None, bank]
         if existing is not None:
             wanted = dict(fields, userid=userid)
@@ -296,7 +308,7 @@ class Site(Aggregate):
                 queues += [q for q in add_queues or [] if q not in queues]
                 fields["queues"] = ",".join(queues)
             if given.get("userid") is not None:
-                _check_non_negative("userid", int(given["userid"]))
+                _check_non_negative("userid", int(given["userid"]), bounds.USERID_MAX)
                 fields["userid"] = int(given["userid"])
             changes = _diff(assoc, fields)
             if changes:
@@ -428,9 +440,7 @@ class Site(Aggregate):
         for name, value in given.items():
             if value is None:
                 continue
-            if name != "priority":  # a negative priority is how a site ranks a queue last
-                _check_non_negative(name, value)
-            fields[name] = int(value)
+            fields[name] = _check_queue_field(name, value)
         self.trigger_event(ev.QueueAdded, queue=queue, fields=fields, **stamp.kwargs())
 
     def edit_queue(self, stamp: Stamp, queue: str, given: dict[str, int | None]) -> bool:
@@ -444,9 +454,7 @@ class Site(Aggregate):
             if name != "priority" and value == -1:
                 wanted[name] = QUEUE_DEFAULTS[name]
                 continue
-            if name != "priority":
-                _check_non_negative(name, value)
-            wanted[name] = int(value)
+            wanted[name] = _check_queue_field(name, value)
         changes = _diff(current, wanted)
         if changes:
             self.trigger_event(ev.QueueEdited, queue=queue, changes=changes, **stamp.kwargs())
@@ -501,6 +509,7 @@ class Site(Aggregate):
             raise InvalidValue(
                 f"factor {factor} not found; choose one of {', '.join(FACTOR_DEFAULTS)}"
             )
+        weight = check_int("weight", weight, bounds.FACTOR_WEIGHT_MIN, bounds.FACTOR_WEIGHT_MAX)
         old = self.state.factors.get(factor)
         if old == weight:
             return False
@@ -553,6 +562,11 @@ class Site(Aggregate):
                 raise InvalidValue(f"invalid usage balance entry: at {at!r}, charge {charge!r}")
             if charge < 0:
                 raise InvalidValue(f"invalid usage balance charge: {charge} (must be >= 0)")
+            bounds.check_time("usage balance time", at)
+            check_float("usage balance charge", charge, 0.0, _BALANCE_CHARGE_MAX)
+        for _username, _bank, usage, fairshare in shown:
+            check_float("usage balance job_usage", usage, 0.0, _BALANCE_CHARGE_MAX)
+            check_float("usage balance fairshare", fairshare, 0.0, 1.0)
         if entries or shown:
             self.trigger_event(
                 iev.UsageBalanceImported, entries=entries, shown=shown, **stamp.kwargs()
@@ -588,25 +602,43 @@ class Site(Aggregate):
         self.trigger_event(ev.FairshareUpdated, **stamp.kwargs())
 
 
-# --- validation helpers shared by the commands ---
+# --- validation helpers shared by the commands (the limits are ledger.bounds') ---
+_BALANCE_CHARGE_MAX = bounds.ASSOCIATION_CHARGE_UNITS_MAX / bounds.CHARGE_UNITS
+
+
 def _check_name(kind: str, name: str) -> None:
-    if not name or name != name.strip() or "," in name:
+    bounds.check_name(kind, name)
+    if name != name.strip() or "," in name:
         raise InvalidValue(f"invalid {kind} name: {name!r}")
 
 
 def _check_shares(shares: int) -> None:
     if shares < 0:
         raise InvalidValue(f"invalid shares: {shares} (shares must be >= 0)")
+    check_int("shares", shares, 0, bounds.SHARES_MAX)
 
 
-def _check_non_negative(name: str, value: int) -> None:
+def _check_non_negative(name: str, value: int, high: int = bounds.LIMIT_MAX) -> None:
     if value < 0:
         raise InvalidValue(f"invalid {name}: {value} (must be >= 0, or -1 to reset)")
+    check_int(name, value, 0, high)
+
+
+def _check_queue_field(name: str, value: int) -> int:
+    if name == "priority":  # a negative priority is how a site ranks a queue last
+        return check_int(name, value, bounds.PRIORITY_MIN, bounds.PRIORITY_MAX)
+    _check_non_negative(name, value)
+    return int(value)
+
+
+def _check_bank_priority(priority: float) -> float:
+    return check_float("priority", priority, bounds.PRIORITY_MIN, bounds.PRIORITY_MAX)
 
 
 def _check_id(name: str, value: int, taken: dict[int, str]) -> None:
     if value < 1:
         raise InvalidValue(f"invalid {name}: {value} (must be >= 1)")
+    check_int(name, value, 1, bounds.ID_MAX)
     if value in taken:
         raise AlreadyExists(f"{name} {value} is already used by {taken[value]}")
 
@@ -632,16 +664,18 @@ def default_config(half_life: float, reset_period: float, decay_factor: float) -
 def normalise_config_value(key: str, value: str) -> str:
     """The stored text of a config value, validated the way flux-accounting's edit-config does."""
     if key not in CONFIG_KEYS:
-        raise NotFound(f"key {key} not found in config_table")
+        raise NotFound(f"key {bounds.printable(key)} not found in config_table")
     text = str(value).strip()
     if key in ("node_weight", "core_weight", "gpu_weight"):
         try:
             number = float(text)
         except ValueError:
-            raise InvalidValue(f"invalid {key}: {text!r} (must be a number)") from None
+            raise InvalidValue(
+                f"invalid {key}: {bounds.printable(repr(text))} (must be a number)"
+            ) from None
         if number < 0:
             raise InvalidValue(f"invalid {key}: {text} (must be >= 0)")
-        return str(number)
+        return str(check_float(key, number, 0.0, bounds.CHARGE_WEIGHT_MAX))
     if key in ("priority_usage_reset_period", "priority_decay_half_life"):
         seconds = parse_duration(text)
         if seconds <= 0:
@@ -651,10 +685,14 @@ def normalise_config_value(key: str, value: str) -> str:
         try:
             factor = float(text)
         except ValueError:
-            raise InvalidValue(f"invalid decay_factor: {text!r} (must be a number)") from None
+            raise InvalidValue(
+                f"invalid decay_factor: {bounds.printable(repr(text))} (must be a number)"
+            ) from None
         return str(factor)
     if text.lower() not in ("true", "false"):
-        raise InvalidValue(f"invalid deny_unknown_queues: {text!r} (must be true or false)")
+        raise InvalidValue(
+            f"invalid deny_unknown_queues: {bounds.printable(repr(text))} (must be true or false)"
+        )
     return text.lower()
 
 
@@ -666,3 +704,9 @@ def check_decay_config(config: dict[str, str]) -> None:
         raise InvalidValue(
             f"invalid priority_decay_half_life: {config['priority_decay_half_life']}"
         )
+    # Bounded decay: a minimum half-life and at most bounds.PAST_BINS_MAX past bins.
+    bounds.check_decay(
+        float(config["priority_decay_half_life"]),
+        float(config["priority_usage_reset_period"]),
+        factor,
+    )

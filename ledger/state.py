@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-INTEGER_MAX = 2147483647  # flux-accounting's "unlimited"; kept so payloads match the plugin's
+from ledger.bounds import INT32_MAX as INTEGER_MAX  # flux-accounting's "unlimited"
 
 # Defaults of flux-accounting's association_table and queue_table (research §2).
 ASSOCIATION_DEFAULTS: dict[str, Any] = {

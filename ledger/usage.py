@@ -70,14 +70,24 @@ def period_of(t: float, params: UsageParams) -> int:
 
     Negative for times before the epoch (jobs imported from before create-db); they decay like
     any other. The estimate is corrected against period_start() so that a time exactly on a
-    boundary always opens the new period, whatever the division rounded to.
+    boundary always opens the new period, whatever the division rounded to. The division is
+    off by at most one period, so one step each way suffices; the correction is bounded because
+    for a time so large that one period is below a float's resolution (t ~ 1e28 s with a week's
+    half-life) period_start() cannot tell neighbouring periods apart, and an unbounded loop
+    would never end.
     """
     period = math.floor((t - params.epoch) / params.half_life)
-    while period_start(period, params) > t:
-        period -= 1
-    while period_start(period + 1, params) <= t:
-        period += 1
+    for _step in range(_CORRECTION_STEPS):
+        if period_start(period, params) > t:
+            period -= 1
+        elif period_start(period + 1, params) <= t:
+            period += 1
+        else:
+            break
     return period
+
+
+_CORRECTION_STEPS = 4  # the quotient's rounding moves it by at most one period
 
 
 def charges_by_period(

@@ -29,6 +29,7 @@ from eventsourcing.utils import get_topic
 
 from ledger import events as ev
 from ledger.app import Ledger
+from ledger.bounds import printable
 from ledger.clock import iso
 from ledger.errors import NotFound
 from ledger.joblog import JobLog
@@ -414,7 +415,9 @@ def line(entry: Entry) -> str:
     the second in UTC, the actor ("-" if none), what happened, and the reason if one was given."""
     when = datetime.fromtimestamp(entry.time, tz=UTC).replace(microsecond=0).isoformat()
     text = f"{when}  {who(entry)}  {describe(entry)}"
-    return f"{text}  ({entry.reason})" if entry.reason else text
+    text = f"{text}  ({entry.reason})" if entry.reason else text
+    # One line per entry, whatever a name or reason recorded before ledger.bounds holds.
+    return printable(text)
 
 
 # --- reading the log -----------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from ledger.bounds import CHARGE_UNITS
 from ledger.site_usage import (
     AssociationUsage,
     AssocKey,
@@ -31,8 +32,6 @@ from ledger.site_usage import (
 from ledger.state import Association, SiteState
 from ledger.storage import Connection
 from ledger.usage import period_of, period_start
-
-CHARGE_UNITS = 100000  # charges are rounded to 5 decimals: 1e-5 is exact
 
 TABLES: dict[str, str] = {
     "jobs": """
@@ -519,6 +518,16 @@ def clear_association_values(conn: Connection, state: SiteState, pairs: list[lis
         "UPDATE bank_table SET job_usage = ? WHERE bank = ?",
         [(value, name) for name, value in bank_usage(state, usage).items()],
     )
+
+
+def identity_charge_units(conn: Connection) -> dict[tuple[int, str, str], int]:
+    """The charge units recorded per job identity (userid, username, bank as period_totals
+    keys them), over every period: ingest keeps each within bounds.ASSOCIATION_CHARGE_UNITS_MAX."""
+    rows = conn.query(
+        "SELECT userid, username, bank, SUM(charge_units) AS units FROM period_totals "
+        "GROUP BY userid, username, bank"
+    )
+    return {(int(r["userid"]), r["username"], r["bank"]): int(r["units"]) for r in rows}
 
 
 def known_job_keys(conn: Connection, keys: list[tuple[str, str]]) -> set[tuple[str, str]]:
