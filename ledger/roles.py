@@ -19,10 +19,10 @@ from typing import Any
 
 from ledger import events as ev
 from ledger.errors import InvalidValue, LedgerMissing, PermissionDenied
+from ledger.site import ON_BEHALF_OF
 from ledger.storage import StoreConfig, event_table_exists, postgres_admin_connect
 
 GROUPS = ("reader", "writer", "admin")
-ON_BEHALF_OF = "on_behalf_of"
 # What a writer's cron records through Ledger.execute; every other site event is an admin's.
 WRITER_EVENTS = (ev.UsageUpdated, ev.FairshareUpdated)
 _ROLE_NAME_LIMIT = 63  # NAMEDATALEN - 1

@@ -38,6 +38,10 @@ UNLIMITED_WORDS = ("-1", "unlimited")
 LIMIT_FIELDS = ("max_running_jobs", "max_active_jobs", "max_nodes", "max_cores", "max_sched_jobs")
 
 
+# The source key that keeps who a PostgreSQL session's role acted for (ledger.roles).
+ON_BEHALF_OF = "on_behalf_of"
+
+
 @dataclass(frozen=True)
 class Stamp:
     """When, by whom, why and from where a change is made: the metadata of its events."""
@@ -51,6 +55,9 @@ class Stamp:
         # Who and why are printed by `history`: one printable line each (ledger.bounds).
         check_text("actor", self.actor)
         check_text("reason", self.reason)
+        # On PostgreSQL a given --actor is kept as who the session's role acted for.
+        if isinstance(self.source.get(ON_BEHALF_OF), str):
+            check_text("actor", self.source[ON_BEHALF_OF])
 
     def kwargs(self) -> dict[str, Any]:
         return {
