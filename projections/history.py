@@ -234,6 +234,11 @@ def entry_of(event: Any, position: int) -> Entry:
             return make("update-usage", "ledger", None)
         case ev.FairshareUpdated():
             return make("update-fshare", "ledger", None)
+        case ev.EventNeutralized():
+            details = {"position": event.position, "event": event.summary}
+            if event.jobs:
+                details["jobs"] = [list(key) for key in event.jobs]
+            return make("neutralize", "ledger", None, details=details)
     raise TypeError(f"no audit line for {type(event).__name__}")
 
 
@@ -382,6 +387,10 @@ def describe(entry: Entry) -> str:
     if entry.kind == "jobs":
         jobs = entry.details["jobs"]
         parts.append(f"recorded {jobs} job{'' if jobs == 1 else 's'}")
+    elif entry.action == "neutralize":
+        details = entry.details
+        what = ", ".join(f"job {i} (cluster {c})" for c, i in details.get("jobs", []))
+        parts.append(f"set aside position {details['position']} ({what or details['event']})")
     else:
         changes = show_changes(_summary_changes(entry))
         if changes:
