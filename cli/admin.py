@@ -126,7 +126,9 @@ def doctor(
     s = session(ctx)
     if positions:
         if not (reason or "").strip():
-            raise InvalidValue("doctor --neutralize needs --reason: say why the events are set aside")
+            raise InvalidValue(
+                "doctor --neutralize needs --reason: say why the events are set aside"
+            )
         ledger = s.ledger
         ledger.actor = actor or s.actor
         for finding in ledger_doctor.neutralize(ledger, positions, reason or ""):

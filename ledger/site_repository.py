@@ -53,6 +53,7 @@ class SiteRepository(Repository[UUID]):
 
     def _replay(self, snapshot: Any, since: int, version: int | None, skipped: set[int]) -> Any:
         aggregate = snapshot.mutate(None) if snapshot is not None else None
+        event: Any
         for event in self.event_store.get(self.site_id, gt=since, lte=version):
             if event.originator_version in skipped and aggregate is not None:
                 aggregate.version = event.originator_version

@@ -37,6 +37,8 @@ PAGE_SIZE = 500
 INT64 = (-(2**63), 2**63 - 1)  # what an INTEGER / BIGINT column of either store holds
 META_FIELDS = {"originator_id", "originator_version", "timestamp", "actor", "reason", "source"}
 UNFIT = " does not fit the read models"
+# What folding a Site event raises: a value no column holds, or a reference to something gone.
+FOLD_FAILURES: tuple[type[BaseException], ...] = (*UNPROJECTABLE, KeyError)
 
 # Extra checks, e.g. the input's bounds: an event (or a job record) -> what is wrong, or None.
 EVENT_CHECKS: list[Callable[[Any], str | None]] = []
@@ -181,7 +183,7 @@ def _fold_once(
             try:
                 folder.apply(event, position)
                 folder.finish()
-            except (*UNPROJECTABLE, KeyError) as err:
+            except FOLD_FAILURES as err:
                 return _finding(position, event, _why(event, err))
         folder.finish()
         return None
@@ -279,9 +281,7 @@ def _why(event: Any, err: BaseException) -> str:
 def _record_unfit(record: dict[str, Any], state: Any, position: int) -> str:
     row = dict(zip(JOB_COLUMNS, job_row(record, usage_params(state), position), strict=True))
     culprit = _unfit_value(row) or "it"
-    return (
-        f"{culprit}{UNFIT} (charge {record['charge']:g}, t_inactive {record['t_inactive']:g})"
-    )
+    return f"{culprit}{UNFIT} (charge {record['charge']:g}, t_inactive {record['t_inactive']:g})"
 
 
 def _unfit_value(values: dict[str, Any]) -> str | None:

@@ -235,10 +235,13 @@ def entry_of(event: Any, position: int) -> Entry:
         case ev.FairshareUpdated():
             return make("update-fshare", "ledger", None)
         case ev.EventNeutralized():
-            details = {"position": event.position, "event": event.summary}
-            if event.jobs:
-                details["jobs"] = [list(key) for key in event.jobs]
-            return make("neutralize", "ledger", None, details=details)
+            jobs = {"jobs": [list(key) for key in event.jobs]} if event.jobs else {}
+            return make(
+                "neutralize",
+                "ledger",
+                None,
+                details={"position": event.position, "event": event.summary, **jobs},
+            )
     raise TypeError(f"no audit line for {type(event).__name__}")
 
 
