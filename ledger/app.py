@@ -118,7 +118,7 @@ class Ledger(Application):
         return SiteRepository(
             SITE_ID,
             lambda version: neutralizations.site_versions_after(
-                self.conn, self.mapper, SITE_ID, version
+                self.recorder, self.mapper, SITE_ID, version
             ),
             event_store=self.events,
             snapshot_store=self.snapshots,

@@ -145,21 +145,6 @@ def stored_after(
         after = int(rows[-1][0])
 
 
-def stream_topic_after(
-    conn: Connection, originator_id: UUID, version: int, topic: str
-) -> list[tuple[int, bytes]]:
-    """(version, state) of one stream's events of `topic` after `version` (the stream's
-    primary key bounds the scan: a load at the head reads nothing)."""
-    key: Any = originator_id if conn.config.is_postgres else originator_id.hex
-    rows = conn.execute(
-        f"SELECT originator_version, state FROM {events_table(conn)} "
-        "WHERE originator_id = ? AND originator_version > ? AND topic = ? "
-        "ORDER BY originator_version",
-        (key, version, topic),
-    ).fetchall()
-    return [(int(v), _bytes(state)) for v, state in rows]
-
-
 def _bytes(state: Any) -> bytes:
     # The library writes bytes; a hand edit may leave text, which must still hash (and differ).
     return state.encode("utf-8") if isinstance(state, str) else bytes(state)

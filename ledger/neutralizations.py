@@ -13,13 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
-from eventsourcing.persistence import StoredEvent
 from eventsourcing.utils import get_topic
 
 from ledger import events as ev
-from ledger import log_tables
 from ledger.joblog import job_key
-from ledger.storage import Connection
 
 TOPIC = get_topic(ev.EventNeutralized)
 PAGE = 500
@@ -76,16 +73,14 @@ def in_log(ledger: Any, after: int = 0, through: int | None = None) -> Neutraliz
     return found
 
 
-def site_versions_after(
-    conn: Connection, mapper: Any, site_id: UUID, version: int
-) -> dict[int, int]:
+def site_versions_after(recorder: Any, mapper: Any, site_id: UUID, version: int) -> dict[int, int]:
     """Neutralized Site versions -> the version of the Site event that neutralized them, for
-    the neutralizations after `version` of the Site stream."""
+    the neutralizations after `version` of the Site stream (the stream's key bounds the read:
+    a load at the head reads nothing; only neutralizations are decoded)."""
     out: dict[int, int] = {}
-    for by, state in log_tables.stream_topic_after(conn, site_id, version, TOPIC):
-        event = mapper.to_domain_event(
-            StoredEvent(originator_id=site_id, originator_version=by, topic=TOPIC, state=state)
-        )
-        if event.site_version is not None:
-            out[int(event.site_version)] = by
+    for stored in recorder.select_events(site_id, gt=version):
+        if stored.topic == TOPIC:
+            event = mapper.to_domain_event(stored)
+            if event.site_version is not None:
+                out[int(event.site_version)] = stored.originator_version
     return out
