@@ -193,6 +193,7 @@ class Ledger(Application):
     def close(self) -> None:
         if self._conn is not None and self._owns_conn:
             self._conn.close()
+            self._conn = None  # the library's __del__ closes again, maybe from another thread
         super().close()
 
     # --- the clock -------------------------------------------------------------------------------
