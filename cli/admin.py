@@ -1,4 +1,4 @@
-"""Ledger administration: create-db, rebuild, verify and grant."""
+"""Ledger administration: create-db, rebuild, verify, doctor and grant."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import click
 from cli.params import DURATION
 from cli.session import change_options, session
 from ledger import append_only, roles
+from ledger.app import Ledger
 from ledger.errors import InvalidValue
 from ledger.storage import ensure_schema
 from projections import runner
@@ -142,4 +143,58 @@ def grant(
         click.echo(f"granted {granted}")
 
 
-COMMANDS = [create_db, rebuild, verify, grant]
+@click.command("doctor")
+@click.option(
+    "--neutralize",
+    "positions",
+    type=int,
+    multiple=True,
+    metavar="POSITION",
+    help="Set aside the event at this log position (repeatable: every one the doctor names, "
+    "in one command); needs --reason.",
+)
+@change_options
+@click.pass_context
+def doctor(
+    ctx: click.Context, positions: tuple[int, ...], actor: str | None, reason: str | None
+) -> None:
+    """Name the events of the log its read models cannot apply (exit 1 if any).
+
+    Written by an earlier release, such an event stops every command. With --neutralize, record
+    that it is set aside (it stays in the log; history shows who, when and why)."""
+    from projections import doctor as ledger_doctor
+
+    s = session(ctx)
+    if positions:
+        if not (reason or "").strip():
+            raise InvalidValue(
+                "doctor --neutralize needs --reason: say why the events are set aside"
+            )
+        ledger = s.ledger
+        ledger.actor = actor or s.actor
+        for finding in ledger_doctor.neutralize(ledger, positions, reason or ""):
+            jobs = ", ".join(f"job {i} (cluster {c})" for c, i in finding.jobs)
+            click.echo(f"neutralized position {finding.position}: {jobs or finding.summary}")
+        return
+    # Read-only: not the session's ledger, which would bring the read models up to date first.
+    ledger = Ledger.open(s.store, conn=s.conn)
+    try:
+        findings = ledger_doctor.diagnose(ledger)
+    finally:
+        ledger.close()
+    if not findings:
+        click.echo("no poisoned events")
+        return
+    for finding in findings:
+        click.echo(finding.line())
+    click.echo(
+        f"{len(findings)} poisoned event{'' if len(findings) == 1 else 's'}: set them aside with "
+        "fairledger doctor "
+        + " ".join(f"--neutralize {f.position}" for f in findings)
+        + " --reason TEXT",
+        err=True,
+    )
+    ctx.exit(1)
+
+
+COMMANDS = [create_db, rebuild, verify, doctor, grant]

@@ -21,11 +21,12 @@ from typing import Any, TypeVar
 from uuid import UUID
 
 import psycopg
-from eventsourcing.application import AggregateNotFoundError, Application
+from eventsourcing.application import AggregateNotFoundError, Application, Repository
 from eventsourcing.persistence import IntegrityError, JSONTranscoder, StoredEvent, Transcoding
 from eventsourcing.utils import get_topic
 
-from ledger import append_only, log_tables, roles
+from ledger import append_only, log_tables, neutralizations, roles
+from ledger import events as ev
 from ledger.chain import record_digest
 from ledger.clock import iso, to_datetime
 from ledger.errors import (
@@ -37,6 +38,7 @@ from ledger.errors import (
 )
 from ledger.joblog import BATCH_SIZE, JOBLOG_ID, JobLog, job_key
 from ledger.site import SITE_ID, Site, Stamp, default_config
+from ledger.site_repository import SiteRepository
 from ledger.state import SiteState, state_from_dict, state_to_dict
 from ledger.storage import (
     Connection,
@@ -118,6 +120,18 @@ class Ledger(Application):
         bound_connection_waits(self.recorder, store)
         append_only.protect(store)
 
+    def construct_repository(self) -> Repository[UUID]:
+        """The library's repository, except that the Site is loaded without the events
+        neutralized in the log (ledger.site_repository)."""
+        return SiteRepository(
+            SITE_ID,
+            lambda version: neutralizations.site_versions_after(
+                self.recorder, self.mapper, SITE_ID, version
+            ),
+            event_store=self.events,
+            snapshot_store=self.snapshots,
+        )
+
     def register_transcodings(self, transcoder: JSONTranscoder) -> None:
         super().register_transcodings(transcoder)
         transcoder.register(SiteStateAsDict())
@@ -188,6 +202,7 @@ class Ledger(Application):
     def close(self) -> None:
         if self._conn is not None and self._owns_conn:
             self._conn.close()
+            self._conn = None  # the library's __del__ closes again, maybe from another thread
         super().close()
 
     # --- the clock -------------------------------------------------------------------------------
@@ -391,11 +406,13 @@ class Ledger(Application):
     def _snapshot(self, events: Sequence[Any]) -> None:
         """At most one snapshot per save, at the newest interval it reaches: an import saves
         thousands of Site events at once, and its intermediate versions share one time."""
+        site = [e for e in events if e.originator_id == SITE_ID]
         versions = [
-            e.originator_version
-            for e in events
-            if e.originator_id == SITE_ID and e.originator_version % SNAPSHOT_INTERVAL == 0
+            e.originator_version for e in site if e.originator_version % SNAPSHOT_INTERVAL == 0
         ]
+        if any(isinstance(e, ev.EventNeutralized) for e in site):
+            # A snapshot after the neutralized event holds it: one now lets loads skip those.
+            versions.append(site[-1].originator_version)
         if versions:
             self.take_snapshot(SITE_ID, version=max(versions))
 

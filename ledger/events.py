@@ -158,3 +158,16 @@ class UsageUpdated(SiteEvent):
 
 class FairshareUpdated(SiteEvent):
     """A marker: fair-share was recomputed at this event's time (the snapshot now in force)."""
+
+
+class EventNeutralized(SiteEvent):
+    """An event already in the log that its read models cannot apply (recorded by a release
+    that appended before projecting), set aside: folds and the Site aggregate skip it (a Site
+    event), or the named job records of it (a job batch: `jobs` holds their [cluster, id]);
+    the event itself stays in the log. `site_version` is the neutralized Site event's version
+    (None for a job batch); `summary` says what it was, for history."""
+
+    position: int
+    site_version: int | None
+    jobs: list[list[str]]
+    summary: str

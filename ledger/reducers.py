@@ -266,6 +266,13 @@ def _(event: ev.FairshareUpdated, state: SiteState) -> Touched:
 
 
 @_fold.register
+def _(event: ev.EventNeutralized, state: SiteState) -> Touched:
+    # Honoured by whoever replays (projections.runner, ledger.site_repository), which skip the
+    # neutralized event; the state itself does not change.
+    return Touched()
+
+
+@_fold.register
 def _(event: iev.UsageBalanceImported, state: SiteState) -> Touched:
     # The balance lives in the usage read models (period totals), not in the site state.
     return Touched()

@@ -541,6 +541,28 @@ class Site(Aggregate):
                 recorded += 1
         return recorded
 
+    # --- repair ----------------------------------------------------------------------------------
+    def neutralize(
+        self,
+        stamp: Stamp,
+        position: int,
+        site_version: int | None,
+        jobs: list[list[str]],
+        summary: str,
+    ) -> None:
+        """Set aside the event at log `position` (its read models cannot apply it); which
+        events qualify is the doctor's to say, from the log (projections.doctor)."""
+        if not stamp.reason.strip():
+            raise InvalidValue("a neutralization needs a reason (--reason)")
+        self.trigger_event(
+            ev.EventNeutralized,
+            position=position,
+            site_version=site_version,
+            jobs=jobs,
+            summary=summary,
+            **stamp.kwargs(),
+        )
+
     # --- usage -----------------------------------------------------------------------------------
     def clear_usage(self, stamp: Stamp, bank: str, ignore_older_than: float) -> None:
         self._bank(bank)

@@ -33,6 +33,7 @@ from ledger.bounds import printable
 from ledger.clock import iso
 from ledger.errors import NotFound
 from ledger.joblog import JobLog
+from ledger.site import ON_BEHALF_OF
 from ledger.state import ASSOCIATION_DEFAULTS, INTEGER_MAX, QUEUE_DEFAULTS
 from ledger.storage import Connection
 
@@ -235,6 +236,14 @@ def entry_of(event: Any, position: int) -> Entry:
             return make("update-usage", "ledger", None)
         case ev.FairshareUpdated():
             return make("update-fshare", "ledger", None)
+        case ev.EventNeutralized():
+            jobs = {"jobs": [list(key) for key in event.jobs]} if event.jobs else {}
+            return make(
+                "neutralize",
+                "ledger",
+                None,
+                details={"position": event.position, "event": event.summary, **jobs},
+            )
     raise TypeError(f"no audit line for {type(event).__name__}")
 
 
@@ -383,6 +392,10 @@ def describe(entry: Entry) -> str:
     if entry.kind == "jobs":
         jobs = entry.details["jobs"]
         parts.append(f"recorded {jobs} job{'' if jobs == 1 else 's'}")
+    elif entry.action == "neutralize":
+        details = entry.details
+        what = ", ".join(f"job {i} (cluster {c})" for c, i in details.get("jobs", []))
+        parts.append(f"set aside position {details['position']} ({what or details['event']})")
     else:
         changes = show_changes(_summary_changes(entry))
         if changes:
@@ -405,7 +418,7 @@ def describe(entry: Entry) -> str:
 
 def who(entry: Entry) -> str:
     """The actor; on PostgreSQL the database role, with the --actor it acted for, if any."""
-    behalf = entry.source.get("on_behalf_of")
+    behalf = entry.source.get(ON_BEHALF_OF)
     actor = entry.actor or "-"
     return f"{actor} (on behalf of {behalf})" if behalf else actor
 

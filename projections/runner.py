@@ -15,8 +15,10 @@ from typing import Any
 from ledger import events as ev
 from ledger import import_events as iev
 from ledger import log_tables
-from ledger.app import Ledger
+from ledger.app import UNPROJECTABLE, Ledger, _first_line
+from ledger.errors import Unprojectable
 from ledger.joblog import JobLog
+from ledger.neutralizations import Neutralizations, in_log
 from ledger.reducers import Touched, fold
 from ledger.site import SITE_ID
 from ledger.state import SiteState
@@ -98,8 +100,15 @@ def log_kind(event: Any) -> str:
 class _Folder:
     """Applies events in log order; site rows are written before anything that reads them."""
 
-    def __init__(self, conn: Connection, state: SiteState, site_version: int) -> None:
+    def __init__(
+        self,
+        conn: Connection,
+        state: SiteState,
+        site_version: int,
+        neutralized: Neutralizations | None = None,
+    ) -> None:
         self.conn = conn
+        self.neutralized = neutralized if neutralized is not None else Neutralizations()
         self.state = state
         self.site_version = site_version
         self.touched = Touched()
@@ -136,8 +145,11 @@ class _Folder:
         if isinstance(event, ev.SiteEvent | ev.LedgerCreated):
             self.site_version = event.originator_version
         self.log_rows.append((position, event.timestamp.timestamp(), kind, self.site_version))
+        if self.neutralized.skips(position):
+            return  # kept in the log and its time index, set aside everywhere else
         if isinstance(event, JobLog.JobsRecorded):
-            usage_tables.insert_jobs(self.conn, self.state, event.records, position)
+            records = self.neutralized.kept(position, event.records)
+            usage_tables.insert_jobs(self.conn, self.state, records, position)
             return
         if isinstance(event, JobLog.Opened):
             return
@@ -163,6 +175,12 @@ class _Folder:
             )
 
 
+def scratch_folder(conn: Connection, neutralized: Neutralizations) -> _Folder:
+    """A fold from the empty state into the read models just created in `conn` (the doctor
+    applies the log event by event with it)."""
+    return _Folder(conn, SiteState(), 0, neutralized)
+
+
 def _fold(ledger: Ledger, conn: Connection, appended: list[tuple[int, Any]]) -> Callable[[], None]:
     """In the open transaction: apply the committed events the read models have not seen,
     then `appended` (this transaction's own, not yet visible to the event store's reader),
@@ -170,7 +188,11 @@ def _fold(ledger: Ledger, conn: Connection, appended: list[tuple[int, Any]]) -> 
     position = _tracked(conn, PROJECTION, lock=True)
     committed = appended[0][0] - 1 if appended else ledger.recorder.max_notification_id() or 0
     site_version = _tracked(conn, SITE_VERSION)
-    folder = _Folder(conn, _folded_state(ledger, site_version), site_version)
+    # Only an event not folded yet can be neutralized (projections.doctor), and its
+    # neutralization comes after it: those of the committed range, then this transaction's.
+    neutralized = in_log(ledger, position, committed) if position < committed else Neutralizations()
+    neutralized.honour(event for _, event in appended)
+    folder = _Folder(conn, _folded_state(ledger, site_version), site_version, neutralized)
     _FOLDED.pop(ledger, None)  # folding mutates it: cached again only once committed
     start = position
     while start < committed and (
@@ -218,9 +240,15 @@ def catch_up(ledger: Ledger, conn: Connection) -> int:
     behind = (ledger.recorder.max_notification_id() or 0) - _tracked(conn, PROJECTION)
     if behind <= 0:
         return 0  # caught up: reads take no lock and need no write privilege
-    with conn.transaction():
-        log_tables.lock(conn)
-        keep = _fold(ledger, conn, [])
+    try:
+        with conn.transaction():
+            log_tables.lock(conn)
+            keep = _fold(ledger, conn, [])
+    except UNPROJECTABLE as err:
+        raise Unprojectable(
+            f"the log holds an event its read models cannot hold ({_first_line(err)}): "
+            "run 'fairledger doctor'"
+        ) from None
     keep()
     return behind
 

@@ -31,7 +31,7 @@ from ledger.site_usage import (
 )
 from ledger.state import Association, SiteState
 from ledger.storage import Connection
-from ledger.usage import period_of, period_start
+from ledger.usage import UsageParams, period_of, period_start
 
 TABLES: dict[str, str] = {
     "jobs": """
@@ -120,36 +120,61 @@ def charge_units(charge: float) -> int:
     return round(charge * CHARGE_UNITS)
 
 
+JOB_COLUMNS = (
+    "cluster",
+    "id",
+    "userid",
+    "username",
+    "bank",
+    "queue",
+    "project",
+    "t_submit",
+    "t_run",
+    "t_inactive",
+    "nnodes",
+    "ncores",
+    "ngpus",
+    "urgency",
+    "charge",
+    "charge_units",
+    "period",
+    "position",
+    "extra",
+    "in_balance",
+)  # the order of _INSERT_JOB's values
+
+
+def job_row(r: dict[str, Any], params: UsageParams, position: int) -> tuple[Any, ...]:
+    """One job record as the jobs table holds it (JOB_COLUMNS)."""
+    return (
+        r["cluster"],
+        r["id"],
+        r.get("userid"),
+        r.get("username"),
+        r.get("bank"),
+        r.get("queue"),
+        r.get("project"),
+        r["t_submit"],
+        r["t_run"],
+        r["t_inactive"],
+        r["nnodes"],
+        r["ncores"],
+        r["ngpus"],
+        r.get("urgency"),
+        r["charge"],
+        0 if r.get("in_balance") else charge_units(r["charge"]),
+        period_of(r["t_inactive"], params),
+        position,
+        json.dumps(r["extra"]) if r.get("extra") else None,
+        1 if r.get("in_balance") else 0,
+    )
+
+
 def insert_jobs(
     conn: Connection, state: SiteState, records: list[dict[str, Any]], position: int
 ) -> None:
     params = usage_params(state)
-    rows = [
-        (
-            r["cluster"],
-            r["id"],
-            r.get("userid"),
-            r.get("username"),
-            r.get("bank"),
-            r.get("queue"),
-            r.get("project"),
-            r["t_submit"],
-            r["t_run"],
-            r["t_inactive"],
-            r["nnodes"],
-            r["ncores"],
-            r["ngpus"],
-            r.get("urgency"),
-            r["charge"],
-            0 if r.get("in_balance") else charge_units(r["charge"]),
-            period_of(r["t_inactive"], params),
-            position,
-            json.dumps(r["extra"]) if r.get("extra") else None,
-            1 if r.get("in_balance") else 0,
-        )
-        for r in records
-    ]
-    conn.executemany(_INSERT_JOB, rows)
+    conn.executemany(_INSERT_JOB, [job_row(r, params, position) for r in records])
     conn.execute(_ADD_TOTALS, (position,))
 
 

@@ -1,0 +1,65 @@
+"""The Site aggregate loaded as its read models see it: without neutralized events.
+
+The library's repository loads the newest snapshot at or before the version asked for and
+replays the events after it. A neutralization (ledger.events.EventNeutralized) is recorded
+after the event it sets aside, and applies to every version, before and after it: so a load
+first asks which Site versions are neutralized by events after its snapshot (the stream's
+key bounds that read: at the head there are none, and the library's own path runs). If some
+are, the snapshot is usable only when none of those versions is at or before it (a snapshot
+taken between a bad event and its neutralization holds the bad state); the load steps back
+to an older snapshot until one is, then replays the events, skipping the neutralized ones
+(their versions still count, so the next command appends where it should). A snapshot is
+taken right after a neutralization (ledger.app), so later loads take the fast path again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+from uuid import UUID
+
+from eventsourcing.application import AggregateNotFoundError, Repository
+
+# Neutralized Site versions -> the version that neutralized them, for neutralizations recorded
+# after a given version of the stream.
+NeutralizedAfter = Callable[[int], dict[int, int]]
+
+
+class SiteRepository(Repository[UUID]):
+    def __init__(self, site_id: UUID, neutralized_after: NeutralizedAfter, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.site_id = site_id
+        self.neutralized_after = neutralized_after
+
+    def get(self, aggregate_id: UUID, *, version: int | None = None, **kwargs: Any) -> Any:
+        if aggregate_id != self.site_id or self.snapshot_store is None:
+            return super().get(aggregate_id, version=version, **kwargs)
+        below = version
+        while True:
+            snapshot = self._snapshot(below)
+            since = snapshot.originator_version if snapshot is not None else 0
+            skipped = self.neutralized_after(since)
+            if not skipped:
+                return super().get(aggregate_id, version=version, **kwargs)
+            stale = [v for v in skipped if v <= since]
+            if not stale:
+                return self._replay(snapshot, since, version, set(skipped))
+            below = min(stale) - 1  # an older snapshot, from before the neutralized event
+
+    def _snapshot(self, below: int | None) -> Any:
+        assert self.snapshot_store is not None
+        found = list(self.snapshot_store.get(self.site_id, desc=True, limit=1, lte=below))
+        return found[0] if found else None
+
+    def _replay(self, snapshot: Any, since: int, version: int | None, skipped: set[int]) -> Any:
+        aggregate = snapshot.mutate(None) if snapshot is not None else None
+        event: Any
+        for event in self.event_store.get(self.site_id, gt=since, lte=version):
+            if event.originator_version in skipped and aggregate is not None:
+                aggregate.version = event.originator_version
+                aggregate.modified_on = event.timestamp
+            else:
+                aggregate = event.mutate(aggregate)
+        if aggregate is None:
+            raise AggregateNotFoundError(f"Aggregate {self.site_id!r} version {version!r}")
+        return aggregate
