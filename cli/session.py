@@ -41,7 +41,10 @@ class Session:
     @property
     def ledger(self) -> Ledger:
         if self._ledger is None:
-            ledger = Ledger.open(self.store, now=self.now, actor=self.actor, conn=self.conn)
+            # Opened before our connection exists: connecting would create a missing SQLite
+            # file, with the umask's mode instead of create-db's 0600.
+            ledger = Ledger.open(self.store, now=self.now, actor=self.actor)
+            ledger.write_through(self.conn)
             runner.attach(ledger)
             runner.prepare(self.conn, ledger)
             self._ledger = ledger

@@ -191,6 +191,10 @@ class Ledger(Application):
     def exists(self) -> bool:
         return bool(self.recorder.max_notification_id())
 
+    def write_through(self, conn: Connection) -> None:
+        """Write (and project) through `conn`, a connection the caller owns."""
+        self._conn, self._owns_conn = conn, False
+
     @property
     def conn(self) -> Connection:
         """The connection this ledger writes through (events, chain, keys, read models)."""

@@ -15,7 +15,7 @@ import pytest
 
 from ledger.append_only import APPEND_ONLY_TABLES, MESSAGE, table_names
 from ledger.storage import parse_store_url
-from tests.conftest import Store
+from tests.conftest import DATA, Store
 
 REFUSED = "fairledger: the event log is append-only"
 
@@ -139,6 +139,19 @@ def test_a_new_sqlite_file_is_private(store: Store) -> None:
                     assert _mode(path + suffix) == 0o600, suffix
         finally:
             conn.close()
+    finally:
+        os.umask(old)
+
+
+def test_a_sqlite_file_made_by_an_import_or_the_demo_is_private(store: Store) -> None:
+    """The commands that create a ledger without create-db make the same 0600 file."""
+    if store.kind != "sqlite":
+        pytest.skip("file modes are SQLite's")
+    old = os.umask(0o022)
+    try:
+        source = DATA / "test_dbs" / "FluxAccountingv0-60-0.db"
+        store.run("import-flux-accounting", str(source))
+        assert _mode(parse_store_url(store.url).path) == 0o600
     finally:
         os.umask(old)
 
