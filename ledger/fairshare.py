@@ -1,7 +1,7 @@
 """Fair-share: flux-accounting's "weighted walk" over the bank tree, as a pure function.
 
 This reproduces `flux account-update-fshare` (flux-accounting's `src/fairness/**`, see
-`research/flux-accounting.md` §4) with one deliberate difference, explained at `sibling_weights`.
+`docs/semantics.md`) with one deliberate difference, explained at `sibling_weights`.
 
 The walk, in short:
 

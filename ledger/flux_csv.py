@@ -1,6 +1,6 @@
 """pop-db and export-db: flux-accounting's tables as CSV files, one file per table named after
 it (`bank_table.csv`, ...), the first line holding column names, as its own export-db and
-pop-db have them (research/flux-accounting.md §1.1).
+pop-db have them (flux-accounting's pop-db and export-db).
 
 pop-db loads rows through the ledger's normal validated commands, each row one event (a bank
 row that is inactive also records its deactivation; association rows with usage or fair-share

@@ -1,7 +1,7 @@
 """Bringing a flux-accounting site over: read its database (any schema version, from the v0
 legacy layout to v38), check it against the ledger's rules, and turn it into Site commands.
 
-One reader copes with every version (research/flux-accounting.md §2, §6.2): columns that a
+One reader copes with every version (flux-accounting's schema history): columns that a
 version lacks take flux-accounting's defaults, renamed ones are mapped (`deleted` -> `active`),
 usage bins come from `job_usage_per_association_table` (v0.59+) or the older
 `usage_factor_period_N` columns, and columns with no meaning here (admin_level, max_jobs, qos,

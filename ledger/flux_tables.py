@@ -1,6 +1,6 @@
 """flux-accounting's tables as rows: the columns we read from each, their defaults, and value
 checks that name the offending row. Shared by import-flux-accounting (a database of any schema
-version, research/flux-accounting.md §2) and pop-db (the CSV files export-db writes).
+version, flux-accounting's schema) and pop-db (the CSV files export-db writes).
 
 Pure: no I/O. A row is a dict of column -> value as the source holds it; a column that is
 missing, NULL or an empty CSV cell takes flux-accounting's column default, as its own INSERTs

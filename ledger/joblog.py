@@ -1,4 +1,4 @@
-"""The job log: completed jobs recorded in batches (research/eventsourcing.md §6.2).
+"""The job log: completed jobs recorded in batches (batches keep one stored event small; see docs/architecture.md).
 
 One stream for all batches: its version is the ingest's optimistic-concurrency guard. An
 ingester reads the head version, drops the jobs the read model already knows, and appends at

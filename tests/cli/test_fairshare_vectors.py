@@ -58,7 +58,7 @@ def test_print_hierarchy_byte_for_byte(store: Store, name: str) -> None:
     )
 
 
-# research/flux-accounting.md §6.1, for the hierarchies our bank rules allow
+# flux-accounting's published weighted-tree vectors, for the hierarchies our bank rules allow
 # (small_tie_diff_type puts a user beside banks, which we refuse).
 TABLE_6_1 = {
     "small_no_tie": {
