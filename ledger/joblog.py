@@ -1,10 +1,10 @@
-"""The job log: completed jobs recorded in batches (batches keep one stored event small; see docs/architecture.md).
+"""The job log: completed jobs recorded in batches of at most BATCH_SIZE, one stream for all.
 
-One stream for all batches: its version is the ingest's optimistic-concurrency guard. An
-ingester reads the head version, drops the jobs the read model already knows, and appends at
-head+1; a concurrent ingester that appended first makes that write conflict, and the loser
-re-checks against the jobs it recorded. So a job is recorded once per (cluster, id), even with
-two ingesters at once. The aggregate's state is never loaded: the read model is the state.
+A batch keeps one stored event small (a job per event would make a million events, a whole
+ingest in one event would not fit a transaction). Exactly-once does not rest on this stream's
+version nor on a read model: the writers' lock serializes appends, and the log's own key index
+(`job_keys`, ledger.log_tables) holds every recorded (cluster, id) with the digest of what it
+said. The aggregate's state is never loaded.
 """
 
 from __future__ import annotations
