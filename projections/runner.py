@@ -9,7 +9,8 @@ crash never leaves a half-applied page and two processes never apply an event tw
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from ledger import events as ev
@@ -240,17 +241,24 @@ def catch_up(ledger: Ledger, conn: Connection) -> int:
     behind = (ledger.recorder.max_notification_id() or 0) - _tracked(conn, PROJECTION)
     if behind <= 0:
         return 0  # caught up: reads take no lock and need no write privilege
+    with _poison_named(), conn.transaction():
+        log_tables.lock(conn)
+        keep = _fold(ledger, conn, [])
+    keep()
+    return behind
+
+
+@contextmanager
+def _poison_named() -> Iterator[None]:
+    """A committed event the read models cannot apply (written by an earlier release): one
+    line that names the cure."""
     try:
-        with conn.transaction():
-            log_tables.lock(conn)
-            keep = _fold(ledger, conn, [])
+        yield
     except UNPROJECTABLE as err:
         raise Unprojectable(
             f"the log holds an event its read models cannot hold ({_first_line(err)}): "
             "run 'fairledger doctor'"
         ) from None
-    keep()
-    return behind
 
 
 def prepare(conn: Connection, ledger: Ledger) -> None:
@@ -269,7 +277,7 @@ def prepare(conn: Connection, ledger: Ledger) -> None:
 def rebuild(ledger: Ledger, conn: Connection) -> None:
     """Drop and refold every read model in one transaction under the writers' lock: readers
     see the old tables until it commits, and no writer projects into half-built ones."""
-    with conn.transaction():
+    with _poison_named(), conn.transaction():
         log_tables.lock(conn)
         drop_tables(conn)
         create_tables(conn)

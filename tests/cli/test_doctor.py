@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -55,13 +56,33 @@ def _job_ends(store: Store) -> list[float]:
     return sorted(r["t_inactive"] for r in rows)
 
 
+def _log_and_read_models(path: Path) -> str:
+    """A digest of every event and every read-model row (opening a ledger may add the
+    append-only triggers an earlier release lacked: that is not a write of the log)."""
+    conn = sqlite3.connect(path)
+    try:
+        digest = hashlib.sha256()
+        tables = [
+            name
+            for (name,) in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
+            )
+        ]
+        for table in tables:
+            for row in conn.execute(f'SELECT * FROM "{table}" ORDER BY 1'):
+                digest.update(repr((table, row)).encode())
+        return digest.hexdigest()
+    finally:
+        conn.close()
+
+
 def test_doctor_names_the_poisoned_events_and_writes_nothing(old_ledger: Store) -> None:
     path = Path(old_ledger.url.removeprefix("sqlite:///"))
-    before = hashlib.sha256(path.read_bytes()).hexdigest()
+    before = _log_and_read_models(path)
     result = old_ledger.run("doctor", now=None, expect=1)
     assert result.stdout.splitlines() == DOCTOR_0_1_0
     assert "--neutralize 9 --neutralize 10 --reason" in result.stderr
-    assert hashlib.sha256(path.read_bytes()).hexdigest() == before
+    assert _log_and_read_models(path) == before
 
 
 def test_a_wedged_ledger_says_to_run_the_doctor(old_ledger: Store) -> None:
@@ -175,9 +196,10 @@ def test_neutralize_on_both_stores(store: Store) -> None:
     assert [line.split("  ")[0] for line in found] == ["position 7", "position 8", "position 9"]
     assert "job 2 (cluster c): charge_units" in found[0]
     assert "job 3" not in found[0]
-    assert "BankAdded chem by root: shares 9223372036854775808" in found[1]
+    who = "postgres" if store.kind == "postgres" else "root"  # PostgreSQL records the role
+    assert f"BankAdded chem by {who}: shares 9223372036854775808" in found[1]
     assert found[2].endswith(
-        "AssociationAdded dave/chem by root: bank chem does not exist: "
+        f"AssociationAdded dave/chem by {who}: bank chem does not exist: "
         "the event that added it is set aside"
     )
     store.run(
