@@ -34,6 +34,7 @@ from ledger.errors import (
     ConcurrentUpdate,
     LedgerMissing,
     Unprojectable,
+    WriteFailed,
 )
 from ledger.joblog import BATCH_SIZE, JOBLOG_ID, JobLog, job_key
 from ledger.site import SITE_ID, Site, Stamp, default_config
@@ -310,6 +311,8 @@ class Ledger(Application):
                     self._prepare_log(conn)
                     result = work(conn)
             except Exception as err:
+                if _database_error(err) and not _transient(err):
+                    raise WriteFailed(f"database error: {_first_line(err)}") from err
                 if not _transient(err):
                     raise
                 if attempt < MAX_ATTEMPTS - 1:
@@ -381,8 +384,15 @@ class Ledger(Application):
             for e in events
             if e.originator_id == SITE_ID and e.originator_version % SNAPSHOT_INTERVAL == 0
         ]
-        if versions:
+        if not versions:
+            return
+        try:
             self.take_snapshot(SITE_ID, version=max(versions))
+        except Exception as err:
+            # After the commit, through the library's connection: a snapshot only speeds up
+            # loading, and the next interval takes another; the change itself is recorded.
+            if not _database_error(err):
+                raise
 
 
 @dataclass(frozen=True)
@@ -416,6 +426,16 @@ def _integrity_errors() -> tuple[type[BaseException], ...]:
 def _first_line(err: BaseException) -> str:
     text = str(err).strip()
     return text.splitlines()[0] if text else type(err).__name__
+
+
+def _database_error(err: BaseException) -> bool:
+    """The store's own failure (a full disk, a lost connection), not a rule of the ledger."""
+    import sqlite3
+
+    import psycopg
+    from eventsourcing.persistence import PersistenceError
+
+    return isinstance(err, sqlite3.Error | psycopg.Error | PersistenceError)
 
 
 def _transient(err: BaseException) -> bool:

@@ -35,3 +35,17 @@ class Unprojectable(LedgerError):
 
 class TamperedLog(LedgerError):
     """The event log or its read models fail verification: the message names the first break."""
+
+
+class WriteFailed(LedgerError):
+    """The store refused a write (a full disk, a lost connection): the transaction was rolled
+    back whole, so nothing of it was recorded."""
+
+    def __init__(self, problem: str) -> None:
+        super().__init__(f"{problem}; nothing recorded")
+        self.problem = problem
+
+
+class Interrupted(LedgerError):
+    """A command of several transactions stopped after some of them committed: the message
+    says how far it got and how to finish."""
