@@ -248,3 +248,152 @@ def test_kill_9_then_the_same_command_again_is_an_uninterrupted_run(
             f"killed mid-run {dict(trials.kills)}"
         )
         assert sum(trials.kills.values()) > 0  # kills that all came too late would prove little
+
+
+# --- a full disk (SQLite) -----------------------------------------------------------------------
+
+
+def page_count(path: Path) -> int:
+    conn = sqlite3.connect(path)
+    try:
+        return int(conn.execute("PRAGMA page_count").fetchone()[0])
+    finally:
+        conn.close()
+
+
+@pytest.fixture
+def sqlite_ledger(tmp_path: Path) -> Iterator[tuple[Store, Path]]:
+    """A SQLite ledger with a site, verified once the test is done (the full-disk knob is
+    SQLite's)."""
+    path = tmp_path / "full.db"
+    ledger = Store("sqlite", f"sqlite:///{path}")
+    ledger.run("create-db")
+    site(ledger)
+    yield ledger, path
+    result = ledger.run("verify", now=None, expect=None)
+    assert result.exit_code == 0, result.stderr
+
+
+def test_a_full_disk_records_nothing_and_says_so(
+    sqlite_ledger: tuple[Store, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ledger, path = sqlite_ledger
+    jobs = generated_jobs(tmp_path / "few.jsonl", 1, 50, seed=1)
+    before, tables = ledger.log_position(), all_tables(ledger)
+    monkeypatch.setenv("FAIRLEDGER_SQLITE_MAX_PAGES", str(page_count(path)))
+    full = "fairledger: database error: database or disk is full; nothing recorded\n"
+    result = ledger.run("ingest", jobs, now=NOW, expect=1)
+    assert (result.stdout, result.stderr) == ("", full)
+    assert ledger.log_position() == before
+    assert all_tables(ledger) == tables
+    monkeypatch.delenv("FAIRLEDGER_SQLITE_MAX_PAGES")
+    assert ledger.run("ingest", jobs, now=NOW).stdout.startswith("recorded 50, duplicate 0,")
+
+
+def test_a_disk_full_mid_ingest_says_how_many_were_recorded(
+    sqlite_ledger: tuple[Store, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Room for the first of two record transactions: the error says it is recorded, and the
+    same ingest, once there is room, records the rest."""
+    ledger, path = sqlite_ledger
+    jobs = generated_jobs(tmp_path / "two-chunks.jsonl", 1, 10_000, seed=2)
+    # How much one chunk of 5,000 jobs grows the file, measured on a copy.
+    copy = tmp_path / "copy.db"
+    source, target = sqlite3.connect(path), sqlite3.connect(copy)
+    source.backup(target)
+    source.close(), target.close()
+    base = page_count(copy)
+    first_half = generated_jobs(tmp_path / "half.jsonl", 1, 5_000, seed=2)
+    Store("sqlite", f"sqlite:///{copy}").run("ingest", first_half, now=NOW)
+    one_chunk = page_count(copy) - base
+    monkeypatch.setenv("FAIRLEDGER_SQLITE_MAX_PAGES", str(base + one_chunk + one_chunk // 2))
+    result = ledger.run("ingest", jobs, now=NOW, expect=1)
+    assert (result.stdout, result.stderr) == (
+        "",
+        "fairledger: database error: database or disk is full after recording 5000 jobs; "
+        "re-run the same ingest to complete it: recording is exactly-once\n",
+    )
+    assert len(job_rows(ledger)) == 5_000
+    monkeypatch.delenv("FAIRLEDGER_SQLITE_MAX_PAGES")
+    assert ledger.run("ingest", jobs, now=NOW).stdout.startswith("recorded 5000, duplicate 5000,")
+    in_log = recorded_in_log(ledger)
+    assert len(in_log) == len(set(in_log)) == 10_000
+
+
+def test_the_full_disk_knob_must_be_a_number(
+    sqlite_ledger: tuple[Store, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ledger, _ = sqlite_ledger
+    monkeypatch.setenv("FAIRLEDGER_SQLITE_MAX_PAGES", "lots")
+    result = ledger.run("list-users", expect=1)
+    assert result.stderr == (
+        "fairledger: FAIRLEDGER_SQLITE_MAX_PAGES='lots': not a number of pages\n"
+    )
+
+
+# --- exactly-once from the log, not a read model ------------------------------------------------
+
+
+def delete_job_row(store: Store, job_id: str) -> None:
+    from ledger.storage import Connection
+
+    conn = Connection(parse_store_url(store.url))
+    try:
+        conn.execute("DELETE FROM jobs WHERE id = ?", (job_id,))
+    finally:
+        conn.close()
+
+
+def test_a_lost_read_model_row_does_not_let_a_job_be_recorded_twice(
+    ledger_store: Store, tmp_path: Path
+) -> None:
+    site(ledger_store)
+    path = write(tmp_path / "jobs.jsonl", *(job(i) for i in (1, 2, 3)))
+    ledger_store.run("ingest", path)
+    delete_job_row(ledger_store, "2")
+    result = ledger_store.run("ingest", path)
+    assert result.stdout == "recorded 0, duplicate 3, unmatched 0\n"
+    assert sorted(recorded_in_log(ledger_store)) == [("cluster", str(i)) for i in (1, 2, 3)]
+    assert sorted(int(r["id"]) for r in job_rows(ledger_store)) == [1, 3]
+    ledger_store.run("rebuild")  # the row comes back from the log
+    assert sorted(int(r["id"]) for r in job_rows(ledger_store)) == [1, 2, 3]
+
+
+def test_a_job_saying_something_else_is_a_conflict_not_recorded(
+    ledger_store: Store, tmp_path: Path
+) -> None:
+    site(ledger_store)
+    ledger_store.run("ingest", write(tmp_path / "a.jsonl", job(1, duration=10)))
+    position = ledger_store.log_position()
+    result = ledger_store.run("ingest", write(tmp_path / "b.jsonl", job(1, duration=20), job(2)))
+    assert result.stdout == "recorded 1, duplicate 0, unmatched 0, conflicting 1\n"
+    assert result.stderr == (
+        f"fairledger: conflict: job 1 (cluster cluster) differs from the record at log position "
+        f"{position}; not recorded\n"
+    )
+    # Within one input: the first line of a job stands, a different repeat is a conflict.
+    result = ledger_store.run("ingest", write(tmp_path / "c.jsonl", job(3), job(3, duration=5)))
+    assert result.stdout == "recorded 1, duplicate 0, unmatched 0, conflicting 1\n"
+    assert result.stderr == (
+        "fairledger: conflict: job 3 (cluster cluster) differs from an earlier line of this "
+        "input; not recorded\n"
+    )
+    durations = {int(r["id"]): r["t_inactive"] - r["t_run"] for r in job_rows(ledger_store)}
+    assert durations == {1: 10, 2: 10, 3: 10}
+    assert sorted(recorded_in_log(ledger_store)) == [("cluster", str(i)) for i in (1, 2, 3)]
+
+
+def test_a_job_again_after_a_weight_change_is_a_duplicate(
+    ledger_store: Store, tmp_path: Path
+) -> None:
+    """The charge is fixed with the weights in force when a job is first recorded: the same job
+    priced under other weights is the same job."""
+    site(ledger_store)
+    path = write(tmp_path / "jobs.jsonl", job(1), job(2))
+    ledger_store.run("ingest", path)
+    ledger_store.run("edit-config", "node_weight=2")
+    result = ledger_store.run("ingest", path)
+    assert (result.stdout, result.stderr) == (
+        "recorded 0, duplicate 2, unmatched 0\n",
+        "nothing new: every job was already recorded\n",
+    )
