@@ -12,11 +12,11 @@ import sqlite3
 import subprocess
 import sys
 import time
-from functools import cache
 from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -145,7 +145,9 @@ class KillTrials:
         for _ in range(KILL_TRIALS if command in KILLED_COMMANDS else 1):
             delay = self.rng.uniform(0.3, 1.0) * self.seconds[command]
             self.trials[command] += 1
-            self.kills[command] += kill_after(fairledger(self.ledger.url, *args, env=self.env), delay)
+            self.kills[command] += kill_after(
+                fairledger(self.ledger.url, *args, env=self.env), delay
+            )
             assert spool_leftovers(self.spool_dir) == []
             started = time.perf_counter()
             run_to_end(self.ledger.url, *args, env=self.env)
@@ -231,14 +233,14 @@ def test_kill_9_then_the_same_command_again_is_an_uninterrupted_run(
         trials.ledger.run("create-db")
         site(trials.ledger)
     for n, path in enumerate(files):
-        at_once(kill_trials, lambda trials, path=path: trials.run("ingest", path))  # type: ignore[misc]
+        at_once(kill_trials, lambda trials, path=path: trials.run("ingest", path))
         for trials in kill_trials:
             wanted = expected[trials.ledger.kind][0][n]
             assert job_rows(trials.ledger) == wanted
             in_log = recorded_in_log(trials.ledger)
             assert len(in_log) == len(set(in_log)) == len(wanted)
     for command in KILLED_COMMANDS:
-        at_once(kill_trials, lambda trials, command=command: trials.run(command))  # type: ignore[misc]
+        at_once(kill_trials, lambda trials, command=command: trials.run(command))
         for trials in kill_trials:
             assert values(trials.ledger) == expected[trials.ledger.kind][1][command]
     for trials in kill_trials:
