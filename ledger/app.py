@@ -178,8 +178,11 @@ class Ledger(Application):
         return self._conn
 
     def close(self) -> None:
+        # Once only: the library closes again from __del__, which the garbage collector may
+        # run on another thread, where closing a SQLite connection raises.
         if self._conn is not None and self._owns_conn:
             self._conn.close()
+        self._conn = None
         super().close()
 
     # --- the clock -------------------------------------------------------------------------------
