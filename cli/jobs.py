@@ -187,7 +187,7 @@ def _validate_to_spool(
             # pass 2 of the same process, and pickle is several times faster than JSON here.
             pickle.dump([mark(r) if mark else r for r in records], spool, pickle.HIGHEST_PROTOCOL)
     except UnicodeDecodeError as err:
-        raise InvalidValue(f"{shown}: not UTF-8 after line {first - 1} ({err.reason})") from None
+        raise InvalidValue(f"{shown}: not UTF-8 ({err.reason}); nothing recorded") from None
     return bad, first - 1
 
 

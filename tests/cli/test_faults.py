@@ -333,6 +333,17 @@ def test_the_full_disk_knob_must_be_a_number(
     )
 
 
+def test_input_that_is_not_utf8_is_one_line(ledger_store: Store, tmp_path: Path) -> None:
+    path = tmp_path / "latin1.jsonl"
+    path.write_bytes(json.dumps(job(1)).encode() + b"\n" + b'{"id": "caf\xe9"}\n')
+    for args, given in (((str(path),), None), (("-",), path.read_bytes())):
+        result = ledger_store.run("ingest", *args, input=given, expect=1)
+        assert result.stderr == (
+            f"fairledger: {args[0]}: not UTF-8 (invalid continuation byte); nothing recorded\n"
+        )
+    assert recorded_in_log(ledger_store) == []
+
+
 # --- exactly-once from the log, not a read model ------------------------------------------------
 
 
