@@ -3,10 +3,6 @@ through the same exactly-once path as `ingest`."""
 
 from __future__ import annotations
 
-import json
-import os
-import tempfile
-
 import click
 
 from cli import jobs
@@ -33,20 +29,12 @@ def record_fetched(
         newest = job_queries.newest_t_inactive(s.read())
         since = max(0.0, newest - OVERLAP_SECONDS) if newest is not None else 0.0
     records = fetch_records(source, since)
-    with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as handle:
-        for record in records:
-            handle.write(json.dumps(record) + "\n")
-    try:
-        ctx.invoke(
-            jobs.ingest,
-            source=handle.name,
-            fmt="jsonl",
-            skip_invalid=False,
-            actor=actor,
-            reason=reason or "fetch-job-records",
-        )
-    finally:
-        os.unlink(handle.name)
+    # Validated and recorded like an ingested file, straight from memory: no temporary file
+    # that a killed process could leave behind.
+    counts = jobs.ingest_lines(
+        s, "fetch-job-records", iter(records), "jsonl", False, actor, reason or "fetch-job-records"
+    )
+    jobs.report(counts)
 
 
 @click.command("fetch-job-records")

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+import codecs
 import os
 import pickle
-import shutil
 import sqlite3
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import click
 
@@ -18,7 +18,7 @@ from cli.params import TIME, AsOf, as_of_option
 from cli.session import Session, change_options, session
 from ledger import bounds
 from ledger.clock import real_now
-from ledger.errors import InvalidValue, NotFound
+from ledger.errors import Interrupted, InvalidValue, LedgerError, NotFound, WriteFailed
 from ledger.flux_jobs import record_from_flux_row
 from ledger.site_usage import AssociationResolver
 from projections import job_queries, usage_tables
@@ -32,11 +32,28 @@ CHUNK_LINES = 50_000  # lines validated at a time: bounds memory on million-job 
 # one INSERT) hung on PostgreSQL: the library's pipelined insert waited on the server while the
 # server waited on the rest of the statement.
 RECORD_LINES = 5_000
+SPOOL_PREFIX = "fairledger-spool-"
 
 
 def _json_lines(path: str) -> Iterator[str]:
     with open(path, encoding="utf-8") as handle:
         yield from handle
+
+
+def _stdin_lines() -> Iterator[str]:
+    """Standard input, read once by the validation pass (nothing of it is kept on disk but the
+    validated records), as UTF-8 whatever the locale's encoding: JSON lines are UTF-8."""
+    stdin = getattr(sys.stdin, "buffer", None)
+    if stdin is None:
+        yield from sys.stdin
+        return
+    yield from codecs.iterdecode(stdin, "utf-8")
+
+
+def spool_file() -> IO[bytes]:
+    """A private temporary file for the validated records, unlinked as it is opened: it never
+    outlives the process, not even a `kill -9`."""
+    return tempfile.TemporaryFile(prefix=SPOOL_PREFIX)
 
 
 def _flux_rows(path: str) -> Iterator[dict[str, Any]]:
@@ -93,26 +110,14 @@ def ingest(
 ) -> None:
     """Record completed jobs, exactly once per (cluster, job id)."""
     s = session(ctx)
-    spooled = None
-    if fmt == "jsonl" and source == "-":
-        # Standard input is read twice (validate everything, then record): spool it. As bytes:
-        # JSON lines are UTF-8 (read back as such), whatever the locale's stdin encoding.
-        with tempfile.NamedTemporaryFile("wb", suffix=".jsonl", delete=False) as spooled:
-            stdin = getattr(sys.stdin, "buffer", None)
-            if stdin is not None:
-                shutil.copyfileobj(stdin, spooled)
-            else:
-                spooled.write(sys.stdin.read().encode("utf-8"))
-        path = spooled.name
-    else:
-        path = source
-        if not os.path.exists(path):
-            raise NotFound(f"no such file: {path}")
-    try:
-        counts = _ingest(s, path, fmt, skip_invalid, actor, reason, source)
-    finally:
-        if spooled is not None:
-            os.unlink(spooled.name)
+    if not (fmt == "jsonl" and source == "-") and not os.path.exists(source):
+        raise NotFound(f"no such file: {source}")
+    counts = ingest_lines(s, source, _reader(source, fmt), fmt, skip_invalid, actor, reason)
+    report(counts)
+
+
+def report(counts: dict[str, int]) -> None:
+    """The one-line summary of an ingest (stdout), and a word on stderr when nothing was new."""
     click.echo(
         f"recorded {counts['recorded']}, duplicate {counts['duplicate']}, "
         f"unmatched {counts['unmatched']}"
@@ -123,41 +128,44 @@ def ingest(
         click.echo("nothing new: every job was already recorded", err=True)
 
 
-def _reader(path: str, fmt: str) -> Iterator[Any]:
-    return _flux_rows(path) if fmt == "flux-accounting-db" else _json_lines(path)
+def _reader(source: str, fmt: str) -> Iterator[Any]:
+    if fmt == "flux-accounting-db":
+        return _flux_rows(source)
+    return _stdin_lines() if source == "-" else _json_lines(source)
 
 
-def _ingest(
+def ingest_lines(
     s: Session,
-    path: str,
+    source: str,
+    lines: Iterator[Any],
     fmt: str,
     skip_invalid: bool,
     actor: str | None,
     reason: str | None,
-    shown: str,
 ) -> dict[str, int]:
+    """Validate `lines` (JSON texts or decoded objects) of `source`, then record them."""
     ledger = s.ledger
     ledger.actor = actor or s.actor
     state = ledger.state()
-    with tempfile.TemporaryDirectory(prefix="fairledger-ingest-") as work:
-        spool = os.path.join(work, "records.pickle")
+    with spool_file() as spool:
         bad, total = _validate_to_spool(
-            path, fmt, skip_invalid, shown, spool, state, charged=recorded_charges(s)
+            lines, skip_invalid, source, spool, state, charged=recorded_charges(s)
         )
         for line in bad:
-            click.echo(f"fairledger: skipped {shown}: {line}", err=True)
-        counts = _record_spool(s, spool, total, reason, {"input": shown, "format": fmt}, state)
+            click.echo(f"fairledger: skipped {source}: {line}", err=True)
+        counts = _record_spool(
+            s, spool, total, reason, {"input": source, "format": fmt}, state, "ingest"
+        )
     counts["invalid"] = len(bad)
     s.read()
     return counts
 
 
 def _validate_to_spool(
-    path: str,
-    fmt: str,
+    lines: Iterator[Any],
     skip_invalid: bool,
     shown: str,
-    spool: str,
+    spool: IO[bytes],
     state: SiteState,
     mark: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
     charged: dict[tuple[int, str, str], int] | None = None,
@@ -176,8 +184,8 @@ def _validate_to_spool(
     totals = ChargeTotals(charged or {})
     bad: list[BadLine] = []
     first = 1
-    with open(spool, "wb") as out:
-        for chunk in _chunks(_reader(path, fmt), CHUNK_LINES):
+    try:
+        for chunk in _chunks(lines, CHUNK_LINES):
             parsed = parse_lines(
                 chunk, first_line=first, latest=latest, charge_weights=(node_w, core_w, gpu_w)
             )
@@ -190,7 +198,9 @@ def _validate_to_spool(
             totals.add(records)
             # Pickled a chunk at a time: this private temporary file is read back only by
             # pass 2 of the same process, and pickle is several times faster than JSON here.
-            pickle.dump(records, out, pickle.HIGHEST_PROTOCOL)
+            pickle.dump(records, spool, pickle.HIGHEST_PROTOCOL)
+    except UnicodeDecodeError as err:
+        raise InvalidValue(f"{shown}: not UTF-8 ({err.reason}); nothing recorded") from None
     return bad, first - 1
 
 
@@ -230,25 +240,27 @@ class ChargeTotals:
             self.units[key] = total
 
 
-def _spooled(spool: str) -> Iterator[dict[str, Any]]:
-    with open(spool, "rb") as handle:
-        while True:
-            try:
-                yield from pickle.load(handle)
-            except EOFError:
-                return
+def _spooled(spool: IO[bytes]) -> Iterator[dict[str, Any]]:
+    spool.seek(0)
+    while True:
+        try:
+            yield from pickle.load(spool)
+        except EOFError:
+            return
 
 
 def _record_spool(
     s: Session,
-    spool: str,
+    spool: IO[bytes],
     total_lines: int,
     reason: str | None,
     source: dict[str, Any],
     state: SiteState,
+    command: str,
 ) -> dict[str, int]:
     """Pass 2: record in chunks, each one transaction; re-running after a crash is safe
-    because recording is exactly-once."""
+    because recording is exactly-once. A chunk that fails after others committed says how
+    many jobs are recorded and that `command` run again completes the input."""
     from rich.progress import Progress
 
     ledger = s.ledger
@@ -258,7 +270,16 @@ def _record_spool(
     with Progress(disable=not show_progress, transient=True) as progress:
         task = progress.add_task("ingesting", total=total_lines)
         for chunk in _chunks(_spooled(spool), RECORD_LINES):
-            outcome = ledger.record_jobs(chunk, reason=reason or "", source=source)
+            try:
+                outcome = ledger.record_jobs(chunk, reason=reason or "", source=source)
+            except LedgerError as err:
+                if not counts["recorded"]:
+                    raise
+                problem = err.problem if isinstance(err, WriteFailed) else str(err)
+                raise Interrupted(
+                    f"{problem} after recording {counts['recorded']} jobs; re-run the same "
+                    f"{command} to complete it: recording is exactly-once"
+                ) from err
             recorded = outcome.recorded
             counts["duplicate"] += outcome.duplicate
             counts["conflicting"] += len(outcome.conflicts)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import csv
 import json
 import os
-import tempfile
 import time
 from typing import Any
 
@@ -142,7 +141,7 @@ def _import_jobs(
     s: Session, source: FluxSource, plan: ImportPlan, reason: str | None, actor: str | None
 ) -> dict[str, int]:
     """The source's jobs, through ingest's path (validated, spooled, exactly-once)."""
-    from cli.jobs import _record_spool, _validate_to_spool
+    from cli.jobs import _flux_rows, _record_spool, _validate_to_spool, spool_file
 
     counts = {"source": source.jobs, "recorded": 0, "duplicate": 0, "unmatched": 0}
     counts.update({"matched": 0, "in_balance": 0, "invalid": 0})
@@ -157,10 +156,9 @@ def _import_jobs(
         counts["in_balance"] += bool(marked.get("in_balance"))
         return marked
 
-    with tempfile.TemporaryDirectory(prefix="fairledger-import-") as work:
-        spool = os.path.join(work, "records.pickle")
+    with spool_file() as spool:
         bad, total = _validate_to_spool(
-            source.path, "flux-accounting-db", True, source.file, spool, state, mark=mark
+            _flux_rows(source.path), True, source.file, spool, state, mark=mark
         )
         for line in bad:
             click.echo(f"fairledger: skipped {source.file} jobs row {line}", err=True)
@@ -171,6 +169,7 @@ def _import_jobs(
             reason or f"import-flux-accounting {source.file}",
             {"import": source.path, "sha256": source.sha256, "format": "flux-accounting-db"},
             state,
+            "import-flux-accounting",
         )
     if not recorded["conflicting"]:
         del recorded["conflicting"]  # the report names conflicts only when there are some

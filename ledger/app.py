@@ -35,6 +35,7 @@ from ledger.errors import (
     ConcurrentUpdate,
     LedgerMissing,
     Unprojectable,
+    WriteFailed,
 )
 from ledger.joblog import BATCH_SIZE, JOBLOG_ID, JobLog, job_key
 from ledger.site import SITE_ID, Site, Stamp, default_config
@@ -204,9 +205,11 @@ class Ledger(Application):
         return self._conn
 
     def close(self) -> None:
+        # Once only: the library closes again from __del__, which the garbage collector may
+        # run on another thread, where closing a SQLite connection raises.
         if self._conn is not None and self._owns_conn:
             self._conn.close()
-            self._conn = None  # the library's __del__ closes again, maybe from another thread
+        self._conn = None
         super().close()
 
     # --- the clock -------------------------------------------------------------------------------
@@ -342,6 +345,8 @@ class Ledger(Application):
                     self._prepare_log(conn)
                     result = work(conn)
             except Exception as err:
+                if _database_error(err) and not _transient(err):
+                    raise WriteFailed(f"database error: {_first_line(err)}") from err
                 if not _transient(err):
                     raise
                 if attempt < MAX_ATTEMPTS - 1:
@@ -417,8 +422,15 @@ class Ledger(Application):
         if any(isinstance(e, ev.EventNeutralized) for e in site):
             # A snapshot after the neutralized event holds it: one now lets loads skip those.
             versions.append(site[-1].originator_version)
-        if versions:
+        if not versions:
+            return
+        try:
             self.take_snapshot(SITE_ID, version=max(versions))
+        except Exception as err:
+            # After the commit, through the library's connection: a snapshot only speeds up
+            # loading, and the next interval takes another; the change itself is recorded.
+            if not _database_error(err):
+                raise
 
 
 @dataclass(frozen=True)
@@ -452,6 +464,16 @@ def _integrity_errors() -> tuple[type[BaseException], ...]:
 def _first_line(err: BaseException) -> str:
     text = str(err).strip()
     return text.splitlines()[0] if text else type(err).__name__
+
+
+def _database_error(err: BaseException) -> bool:
+    """The store's own failure (a full disk, a lost connection), not a rule of the ledger."""
+    import sqlite3
+
+    import psycopg
+    from eventsourcing.persistence import PersistenceError
+
+    return isinstance(err, sqlite3.Error | psycopg.Error | PersistenceError)
 
 
 def _transient(err: BaseException) -> bool:

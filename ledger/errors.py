@@ -58,3 +58,17 @@ class StoreUnavailable(LedgerError):
 
 class PermissionDenied(LedgerError):
     """The database role may not make this kind of change."""
+
+
+class WriteFailed(LedgerError):
+    """The store refused a write (a full disk, a lost connection): the transaction was rolled
+    back whole, so nothing of it was recorded."""
+
+    def __init__(self, problem: str) -> None:
+        super().__init__(f"{problem}; nothing recorded")
+        self.problem = problem
+
+
+class Interrupted(LedgerError):
+    """A command of several transactions stopped after some of them committed: the message
+    says how far it got and how to finish."""

@@ -1,6 +1,15 @@
 """Where a ledger lives: the storage URL, the eventsourcing environment for it, and plain DB-API
 connections for the read models that share its database. The only module of `ledger/` that
-knows about SQLite and PostgreSQL."""
+knows about SQLite and PostgreSQL.
+
+Fault injection (tests only): FAIRLEDGER_SQLITE_MAX_PAGES=N caps every SQLite connection this
+module opens at N database pages (`PRAGMA max_page_count`), so a write that would grow the file
+past it fails with SQLITE_FULL ("database or disk is full"), as on a full disk, without needing
+a small filesystem. Every write of the ledger goes through these connections (ledger.app); the
+eventsourcing library's own connection only reads, and writes the snapshots after a commit,
+which may fail harmlessly. The cap never shrinks a file: a value below its size holds it at its
+size.
+"""
 
 from __future__ import annotations
 
@@ -50,6 +59,10 @@ def connect_timeout() -> float:
     return seconds
 
 
+SQLITE_MAX_PAGES_ENV = "FAIRLEDGER_SQLITE_MAX_PAGES"
+SQLITE_BUSY_TIMEOUT_SECONDS = 30
+
+
 @dataclass(frozen=True)
 class StoreConfig:
     kind: str  # "sqlite" | "postgresql"
@@ -75,7 +88,7 @@ class StoreConfig:
             return {
                 "PERSISTENCE_MODULE": "eventsourcing.sqlite",
                 "SQLITE_DBNAME": self.path,
-                "SQLITE_LOCK_TIMEOUT": "30",
+                "SQLITE_LOCK_TIMEOUT": str(SQLITE_BUSY_TIMEOUT_SECONDS),
             }
         return {
             "PERSISTENCE_MODULE": "eventsourcing.postgres",
@@ -155,8 +168,7 @@ class Connection:
             self.raw = postgres_admin_connect(config)
             self.raw.execute(f'SET search_path TO "{config.schema}"')
         else:
-            self.raw = sqlite3.connect(config.path, timeout=30, isolation_level=None)
-            self.raw.execute("PRAGMA busy_timeout = 30000")
+            self.raw = sqlite_connect(config.path)
 
     def _sql(self, sql: str) -> str:
         return sql.replace("?", "%s") if self.config.is_postgres else sql
@@ -185,13 +197,42 @@ class Connection:
         self.execute("BEGIN" if self.config.is_postgres else "BEGIN IMMEDIATE")
         try:
             yield self
+            self.execute("COMMIT")
         except BaseException:
-            self.execute("ROLLBACK")
+            self._rollback_if_open()
             raise
-        self.execute("COMMIT")
+
+    def _rollback_if_open(self) -> None:
+        """Roll back what is still open: SQLite ends a transaction by itself on some errors
+        (SQLITE_FULL among them) and a broken PostgreSQL connection has none left; a ROLLBACK
+        then would fail and hide the error that matters."""
+        if self.config.is_postgres:
+            from psycopg import pq
+
+            status = self.raw.info.transaction_status
+            if status not in (pq.TransactionStatus.INTRANS, pq.TransactionStatus.INERROR):
+                return
+        elif not self.raw.in_transaction:
+            return
+        self.execute("ROLLBACK")
 
     def close(self) -> None:
         self.raw.close()
+
+
+def sqlite_connect(path: str) -> sqlite3.Connection:
+    """An autocommit connection (transactions are explicit) that waits for the write lock,
+    capped by the fault-injection knob when it is set (see the module's docstring): a disk
+    holds files, so the in-memory databases of verify and as-of are never capped."""
+    raw = sqlite3.connect(path, timeout=SQLITE_BUSY_TIMEOUT_SECONDS, isolation_level=None)
+    raw.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_SECONDS * 1000}")
+    max_pages = os.environ.get(SQLITE_MAX_PAGES_ENV, "")
+    if max_pages and path != ":memory:":
+        if not max_pages.isdigit():
+            raw.close()
+            raise InvalidValue(f"{SQLITE_MAX_PAGES_ENV}={max_pages!r}: not a number of pages")
+        raw.execute(f"PRAGMA max_page_count = {int(max_pages)}")
+    return raw
 
 
 def postgres_admin_connect(config: StoreConfig) -> Any:

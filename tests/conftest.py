@@ -41,7 +41,11 @@ class Store:
     url: str
 
     def run(
-        self, *args: str, now: float | None = T0, input: str | None = None, expect: int | None = 0
+        self,
+        *args: str,
+        now: float | None = T0,
+        input: str | bytes | None = None,
+        expect: int | None = 0,
     ) -> Result:
         """Run `fairledger --db URL [--now T] ARGS...` in-process and check its exit code."""
         head = ["--db", self.url] + (["--now", str(now)] if now is not None else [])
