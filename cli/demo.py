@@ -3,11 +3,9 @@ would, on a fresh ledger, then its tree printed."""
 
 from __future__ import annotations
 
-import json
-import os
 import random
-import tempfile
 import time
+from typing import Any
 
 import click
 
@@ -76,19 +74,13 @@ def demo(ctx: click.Context, weeks: int, seed: int) -> None:
                 lambda site, st: site.edit_user(st, "alice", None, {"max_running_jobs": 10}),
                 reason="paper deadline",
             )
-        path = _generate_jobs(users, week_end - WEEK, week_end, rng, first_id=week * 10000)
-        try:
-            click.echo(f"$ fairledger ingest week{week}.jsonl")
-            ctx.invoke(
-                jobs.ingest,
-                source=path,
-                fmt="jsonl",
-                skip_invalid=False,
-                actor=None,
-                reason="demo jobs",
+        records = _generate_jobs(users, week_end - WEEK, week_end, rng, first_id=week * 10000)
+        click.echo(f"$ fairledger ingest week{week}.jsonl")
+        jobs.report(
+            jobs.ingest_lines(
+                s, f"week{week}.jsonl", iter(records), "jsonl", False, None, "demo jobs"
             )
-        finally:
-            os.unlink(path)
+        )
         click.echo("$ fairledger update-fshare")
         ctx.invoke(usage.update_fshare, actor=None, reason=None)
     tree = {
@@ -140,28 +132,29 @@ def _build_site(site, stamp):  # type: ignore[no-untyped-def]
 
 def _generate_jobs(
     users: list[tuple[str, str]], start: float, end: float, rng: random.Random, first_id: int
-) -> str:
-    """A week of jobs of uneven appetite: a few heavy users, most light."""
+) -> list[dict[str, Any]]:
+    """A week of jobs of uneven appetite: a few heavy users, most light (in memory: a temporary
+    file would outlive a killed demo)."""
     appetite = {user: (12 if user in ("ivan", "frank") else 1) for user, _ in users}
-    with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as handle:
-        for job_id in range(first_id, first_id + 500):
-            user, bank = rng.choice(users)
-            nodes = rng.choice([1, 1, 2, 4, 8]) * appetite[user]
-            t_run = rng.uniform(start, end - 3600)
-            t_inactive = min(end - 1, t_run + rng.uniform(60, 6 * 3600))
-            record = {
-                "id": job_id,
-                "username": user,
-                "bank": bank,
-                "queue": rng.choice(["standby", "batch", "debug"]),
-                "t_submit": t_run - rng.uniform(0, 600),
-                "t_run": t_run,
-                "t_inactive": t_inactive,
-                "nnodes": nodes,
-                "ncores": nodes * 32,
-            }
-            handle.write(json.dumps(record) + "\n")
-    return handle.name
+    records = []
+    for job_id in range(first_id, first_id + 500):
+        user, bank = rng.choice(users)
+        nodes = rng.choice([1, 1, 2, 4, 8]) * appetite[user]
+        t_run = rng.uniform(start, end - 3600)
+        t_inactive = min(end - 1, t_run + rng.uniform(60, 6 * 3600))
+        record = {
+            "id": job_id,
+            "username": user,
+            "bank": bank,
+            "queue": rng.choice(["standby", "batch", "debug"]),
+            "t_submit": t_run - rng.uniform(0, 600),
+            "t_run": t_run,
+            "t_inactive": t_inactive,
+            "nnodes": nodes,
+            "ncores": nodes * 32,
+        }
+        records.append(record)
+    return records
 
 
 COMMANDS = [demo]
