@@ -386,7 +386,8 @@ class Ledger(Application):
                 log_tables.insert_keys(conn, rows)
                 rows = []
         log_tables.insert_keys(conn, rows)
-        self._log_ready = True
+        # Only once this transaction commits: a rolled-back first write takes the tables with it.
+        self._after_commit.append(lambda: setattr(self, "_log_ready", True))
 
     def _append(self, conn: Connection, events: Sequence[Any]) -> list[int]:
         """Insert `events`, link them into the chain and project them, in the open
