@@ -18,11 +18,13 @@ demo: $(STAMP)
 	$(BIN)/fairledger --db sqlite:///demo/fairledger.db demo
 
 test: $(STAMP)
+	$(BIN)/lint-imports --no-cache
 	$(BIN)/pytest
 
 lint: $(STAMP)
 	$(BIN)/ruff check ledger projections cli tests bench
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache
 
 bench: $(STAMP)
 	$(BIN)/python -m bench.run
