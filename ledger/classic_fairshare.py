@@ -34,7 +34,6 @@ or NO_VAL, so it cannot be reproduced exactly from one snapshot of the tree.
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -44,6 +43,7 @@ import numpy as np
 from ledger.errors import InvalidValue
 from ledger.slurm_shares import (
     Association,
+    AssociationRows,
     LongDouble,
     SlurmAccount,
     SlurmUser,
@@ -106,30 +106,10 @@ class ClassicRow:
 
 
 @dataclass(frozen=True)
-class ClassicResult:
+class ClassicResult(AssociationRows[ClassicRow]):
     """Every association, in sshare (lineage) order, root first."""
 
     rows: tuple[ClassicRow, ...]
-
-    def user(self, account: str, user: str) -> ClassicRow:
-        """The row of user association (user, account)."""
-        return self._by_key[(account, user)]
-
-    def account(self, account: str) -> ClassicRow:
-        """The row of an account (or of root, as `"root"`)."""
-        return self._by_key[(account, None)]
-
-    def fair_shares(self) -> dict[tuple[str, str], float]:
-        """Fair-share factor per (account, user)."""
-        return {
-            (row.account, row.user): row.fair_share
-            for row in self.rows
-            if row.user is not None and row.fair_share is not None
-        }
-
-    @functools.cached_property
-    def _by_key(self) -> dict[tuple[str, str | None], ClassicRow]:
-        return {(row.account, row.user): row for row in self.rows}
 
 
 def compute_classic_fairshare(

@@ -63,6 +63,7 @@ from ledger.slurm_shares import (
     NO_VAL,
     PARENT,
     Association,
+    AssociationRows,
     LongDouble,
     SlurmAccount,
     SlurmUser,
@@ -138,31 +139,11 @@ class FairTreeRow:
 
 
 @dataclass(frozen=True)
-class FairTreeResult:
+class FairTreeResult(AssociationRows[FairTreeRow]):
     """Every association, in sshare (lineage) order, root first; and N, the user count."""
 
     rows: tuple[FairTreeRow, ...]
     user_count: int
-
-    def user(self, account: str, user: str) -> FairTreeRow:
-        """The row of user association (user, account)."""
-        return self._by_key[(account, user)]
-
-    def account(self, account: str) -> FairTreeRow:
-        """The row of an account (or of root, as `"root"`)."""
-        return self._by_key[(account, None)]
-
-    def fair_shares(self) -> dict[tuple[str, str], float]:
-        """Fair-share factor per (account, user)."""
-        return {
-            (row.account, row.user): row.fair_share
-            for row in self.rows
-            if row.user is not None and row.fair_share is not None
-        }
-
-    @functools.cached_property
-    def _by_key(self) -> dict[tuple[str, str | None], FairTreeRow]:
-        return {(row.account, row.user): row for row in self.rows}
 
 
 def compute_fair_tree(

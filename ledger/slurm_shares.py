@@ -42,9 +42,11 @@ Everything here is pure: the functions take plain values and return new objects.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Generic, Protocol, TypeVar
 
 import numpy as np
 
@@ -298,3 +300,42 @@ def _check_shares(shares: int, what: str) -> None:
             f"shares of {what} must be an integer in [0, {PARENT}] ({PARENT} = parent),"
             f" got {shares!r}"
         )
+
+
+class _AssociationRow(Protocol):
+    @property
+    def account(self) -> str: ...
+    @property
+    def user(self) -> str | None: ...
+    @property
+    def fair_share(self) -> float | None: ...
+
+
+RowT = TypeVar("RowT", bound=_AssociationRow)
+
+
+class AssociationRows(Generic[RowT]):
+    """What every algorithm's result answers: its rows by (account, user); `rows` is the
+    subclass's dataclass field, in sshare (lineage) order, root first."""
+
+    rows: tuple[RowT, ...]
+
+    def user(self, account: str, user: str) -> RowT:
+        """The row of user association (user, account)."""
+        return self._by_key[(account, user)]
+
+    def account(self, account: str) -> RowT:
+        """The row of an account (or of root, as `"root"`)."""
+        return self._by_key[(account, None)]
+
+    def fair_shares(self) -> dict[tuple[str, str], float]:
+        """Fair-share factor per (account, user)."""
+        return {
+            (row.account, row.user): row.fair_share
+            for row in self.rows
+            if row.user is not None and row.fair_share is not None
+        }
+
+    @functools.cached_property
+    def _by_key(self) -> dict[tuple[str, str | None], RowT]:
+        return {(row.account, row.user): row for row in self.rows}
