@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import random
 import sqlite3
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -20,7 +21,6 @@ from datetime import datetime
 from typing import Any, TypeVar
 from uuid import UUID
 
-import psycopg
 from eventsourcing.application import AggregateNotFoundError, Application, Repository
 from eventsourcing.persistence import IntegrityError, JSONTranscoder, StoredEvent, Transcoding
 from eventsourcing.utils import get_topic
@@ -50,14 +50,17 @@ from ledger.storage import (
 )
 
 T = TypeVar("T")
-# What a value the read models cannot store raises while it is projected: an integer too wide
-# for a column, a NUL in a PostgreSQL text, a non-finite number.
-UNPROJECTABLE: tuple[type[BaseException], ...] = (
-    OverflowError,
-    ValueError,
-    sqlite3.IntegrityError,
-    psycopg.errors.DataError,
-)
+# What a value the read models cannot store raises while it is folded into SQLite: an integer
+# too wide for a column, a non-finite number.
+UNPROJECTABLE: tuple[type[BaseException], ...] = (OverflowError, ValueError, sqlite3.IntegrityError)
+
+
+def unprojectable_errors() -> tuple[type[BaseException], ...]:
+    """UNPROJECTABLE, and PostgreSQL's DataError (out of range, a NUL in a text) once psycopg is
+    in use: it is imported only for a PostgreSQL store, which keeps a SQLite command's start-up
+    free of it."""
+    psycopg = sys.modules.get("psycopg")
+    return UNPROJECTABLE + ((psycopg.errors.DataError,) if psycopg is not None else ())
 MAX_ATTEMPTS = 8
 BACKOFF_SECONDS = 0.05  # the first retry waits up to this; each later one up to twice as long
 # Called inside the append transaction with the appended (position, event) pairs; returns what
@@ -405,7 +408,7 @@ class Ledger(Application):
         log_tables.extend_chain(conn)
         try:
             keep = self.projector(conn, list(zip(positions, events, strict=True)))
-        except UNPROJECTABLE as err:
+        except unprojectable_errors() as err:
             raise Unprojectable(
                 f"the read models cannot hold this change ({_first_line(err)}); nothing recorded"
             ) from None

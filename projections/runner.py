@@ -16,7 +16,7 @@ from typing import Any
 from ledger import events as ev
 from ledger import import_events as iev
 from ledger import log_tables
-from ledger.app import UNPROJECTABLE, Ledger, _first_line
+from ledger.app import Ledger, _first_line, unprojectable_errors
 from ledger.errors import Unprojectable
 from ledger.joblog import JobLog
 from ledger.neutralizations import Neutralizations, in_log
@@ -254,7 +254,7 @@ def _poison_named() -> Iterator[None]:
     line that names the cure."""
     try:
         yield
-    except UNPROJECTABLE as err:
+    except unprojectable_errors() as err:
         raise Unprojectable(
             f"the log holds an event its read models cannot hold ({_first_line(err)}): "
             "run 'fairledger doctor'"
