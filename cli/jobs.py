@@ -168,7 +168,7 @@ def _validate_to_spool(
     spool: IO[bytes],
     state: SiteState,
     mark: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
-    charged: dict[tuple[int, str, str], int] | None = None,
+    charged: ChargeTotals | None = None,
 ) -> tuple[list[BadLine], int]:
     """Pass 1: validate every line, so that a bad one records nothing, and spool the valid
     ones as primitive records (charged with the weights in force), so that recording needs no
@@ -181,7 +181,7 @@ def _validate_to_spool(
 
     node_w, core_w, gpu_w = weights(state)
     latest = bounds.latest_time(real_now())
-    totals = ChargeTotals(charged or {})
+    totals = charged or ChargeTotals(0, dict)
     bad: list[BadLine] = []
     first = 1
     try:
@@ -204,9 +204,12 @@ def _validate_to_spool(
     return bad, first - 1
 
 
-def recorded_charges(s: Session) -> dict[tuple[int, str, str], int]:
-    """The charge units recorded so far per job identity, from the caught-up read model."""
-    return usage_tables.identity_charge_units(s.read())
+def recorded_charges(s: Session) -> ChargeTotals:
+    """What ingest checks new charges against, from the caught-up read model."""
+    conn = s.read()
+    return ChargeTotals(
+        usage_tables.total_charge_units(conn), lambda: usage_tables.identity_charge_units(conn)
+    )
 
 
 class ChargeTotals:
@@ -214,10 +217,20 @@ class ChargeTotals:
     charge units recorded and read so far: every sum of them must fit a BIGINT, so an input
     that would take one past bounds.ASSOCIATION_CHARGE_UNITS_MAX is refused before anything is
     recorded (a duplicate of a recorded job counts too: conservative, and only near the
-    bound)."""
+    bound). While everything recorded plus everything read stays under the bound, no identity
+    can pass it, so the per-identity totals (a scan of every period total) are read only when
+    that sum does not."""
 
-    def __init__(self, recorded: dict[tuple[int, str, str], int]) -> None:
-        self.units = dict(recorded)
+    def __init__(
+        self,
+        site_total: int | None,
+        load: Callable[[], dict[tuple[int, str, str], int]],
+    ) -> None:
+        self.site_total = site_total
+        self.load = load
+        self.read_units = 0
+        self.read: dict[tuple[int, str, str], int] = {}
+        self.recorded: dict[tuple[int, str, str], int] | None = None
 
     def add(self, records: list[dict[str, Any]]) -> None:
         for r in records:
@@ -228,16 +241,32 @@ class ChargeTotals:
                 r.get("username") or "",
                 r.get("bank") or "",
             )
-            total = self.units.get(key, 0) + usage_tables.charge_units(r["charge"])
-            if total > bounds.ASSOCIATION_CHARGE_UNITS_MAX:
-                who = "/".join(bounds.printable(str(part)) for part in key if part not in ("", -1))
-                raise InvalidValue(
-                    f"job {r['id']}: the charges of {who} would total "
-                    f"{total / bounds.CHARGE_UNITS:.5f}, more than the ledger can sum "
-                    f"({bounds.ASSOCIATION_CHARGE_UNITS_MAX / bounds.CHARGE_UNITS:.5f}); "
-                    "nothing recorded"
-                )
-            self.units[key] = total
+            units = usage_tables.charge_units(r["charge"])
+            self.read[key] = self.read.get(key, 0) + units
+            self.read_units += units
+            if self.recorded is None:
+                if (
+                    self.site_total is not None
+                    and self.site_total + self.read_units <= bounds.ASSOCIATION_CHARGE_UNITS_MAX
+                ):
+                    continue
+                self.recorded = self.load()
+                for earlier in self.read:  # read before the sum came near the bound
+                    self._check(earlier, r)
+            else:
+                self._check(key, r)
+
+    def _check(self, key: tuple[int, str, str], record: dict[str, Any]) -> None:
+        assert self.recorded is not None
+        total = self.recorded.get(key, 0) + self.read[key]
+        if total > bounds.ASSOCIATION_CHARGE_UNITS_MAX:
+            who = "/".join(bounds.printable(str(part)) for part in key if part not in ("", -1))
+            raise InvalidValue(
+                f"job {record['id']}: the charges of {who} would total "
+                f"{total / bounds.CHARGE_UNITS:.5f}, more than the ledger can sum "
+                f"({bounds.ASSOCIATION_CHARGE_UNITS_MAX / bounds.CHARGE_UNITS:.5f}); "
+                "nothing recorded"
+            )
 
 
 def _spooled(spool: IO[bytes]) -> Iterator[dict[str, Any]]:

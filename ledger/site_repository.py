@@ -40,7 +40,9 @@ class SiteRepository(Repository[UUID]):
             since = snapshot.originator_version if snapshot is not None else 0
             skipped = self.neutralized_after(since)
             if not skipped:
-                return super().get(aggregate_id, version=version, **kwargs)
+                # The snapshot in hand, not the library's own load: that would read and decode
+                # it again (0.15 s for a 10,000-association site).
+                return self._replay(snapshot, since, version, set())
             stale = [v for v in skipped if v <= since]
             if not stale:
                 return self._replay(snapshot, since, version, set(skipped))

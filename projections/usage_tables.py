@@ -13,6 +13,7 @@ twice."""
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -543,6 +544,16 @@ def clear_association_values(conn: Connection, state: SiteState, pairs: list[lis
         "UPDATE bank_table SET job_usage = ? WHERE bank = ?",
         [(value, name) for name, value in bank_usage(state, usage).items()],
     )
+
+
+def total_charge_units(conn: Connection) -> int | None:
+    """Every charge unit recorded, summed (None when the sum itself overflows SQLite's
+    integers): when it and an input's are small, no identity's total can be near the bound."""
+    try:
+        rows = conn.query("SELECT SUM(charge_units) AS units FROM period_totals")
+    except sqlite3.OperationalError:  # "integer overflow"
+        return None
+    return int(rows[0]["units"] or 0)
 
 
 def identity_charge_units(conn: Connection) -> dict[tuple[int, str, str], int]:

@@ -565,3 +565,36 @@ def test_pop_db_rows_meet_the_same_bounds(site: Store, tmp_path: Path) -> None:
         "  bank_table.csv line 4: priority inf is not a finite number",
         "  bank_table.csv line 5: bank_id 2147483648 is out of range (1..2147483647)",
     ]
+
+
+def _huge_jobs(first: int, count: int) -> str:
+    """Jobs of the largest charge one job may have (1e12: a million nodes for a million s)."""
+    return "".join(
+        json.dumps(
+            {"id": first + n, "username": "u", "bank": "A", "t_submit": T0 - 2_000_000,
+             "t_run": T0 - 2_000_000, "t_inactive": T0 - 1_000_000, "nnodes": 1_000_000,
+             "ncores": 1}
+        ) + "\n"
+        for n in range(count)
+    )  # fmt: skip
+
+
+def test_charges_that_one_user_could_not_sum_in_one_input_are_refused(site: Store) -> None:
+    before = site.log_position()
+    result = site.run("ingest", "-", input=_huge_jobs(1, 100), expect=1)
+    assert "the charges of u/A would total" in result.stderr
+    assert site.log_position() == before
+
+
+def test_charges_that_one_user_could_not_sum_are_refused(site: Store) -> None:
+    """Every sum of one user's charges must fit a BIGINT of 1e-5 units (about 9.2e13): 50 jobs
+    of 1e12 fit, 50 more would not, in a later input or in the same one; nothing is recorded."""
+    site.run("ingest", "-", input=_huge_jobs(1, 50))
+    before = site.log_position()
+    for jobs in (_huge_jobs(51, 50), _huge_jobs(200, 20) + _huge_jobs(300, 30)):
+        result = site.run("ingest", "-", input=jobs, expect=1)
+        assert result.stderr.count("\n") == 1
+        assert "the charges of u/A would total" in result.stderr
+        assert "nothing recorded" in result.stderr
+        assert site.log_position() == before
+    site.run("update-fshare")  # the ledger still answers
