@@ -564,28 +564,3 @@ def identity_charge_units(conn: Connection) -> dict[tuple[int, str, str], int]:
         "GROUP BY userid, username, bank"
     )
     return {(int(r["userid"]), r["username"], r["bank"]): int(r["units"]) for r in rows}
-
-
-def known_job_keys(conn: Connection, keys: list[tuple[str, str]]) -> set[tuple[str, str]]:
-    """Which of `keys` the jobs table already holds."""
-    found: set[tuple[str, str]] = set()
-    by_cluster: dict[str, list[str]] = defaultdict(list)
-    for cluster, job_id in keys:
-        by_cluster[cluster].append(job_id)
-    for cluster, ids in by_cluster.items():
-        for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
-            if conn.config.is_postgres:
-                # One array parameter: an IN-list of 500 placeholders got a generic plan
-                # that scanned the cluster's rows (65% of PostgreSQL ingest time).
-                rows = conn.query(
-                    "SELECT id FROM jobs WHERE cluster = ? AND id = ANY(?)", [cluster, chunk]
-                )
-            else:
-                marks = ", ".join("?" * len(chunk))
-                rows = conn.query(
-                    f"SELECT id FROM jobs WHERE cluster = ? AND id IN ({marks})",
-                    [cluster, *chunk],
-                )
-            found.update((cluster, r["id"]) for r in rows)
-    return found
