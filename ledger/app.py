@@ -61,6 +61,8 @@ def unprojectable_errors() -> tuple[type[BaseException], ...]:
     free of it."""
     psycopg = sys.modules.get("psycopg")
     return UNPROJECTABLE + ((psycopg.errors.DataError,) if psycopg is not None else ())
+
+
 MAX_ATTEMPTS = 8
 BACKOFF_SECONDS = 0.05  # the first retry waits up to this; each later one up to twice as long
 # Called inside the append transaction with the appended (position, event) pairs; returns what

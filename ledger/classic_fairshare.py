@@ -47,6 +47,7 @@ from ledger.slurm_shares import (
     LongDouble,
     SlurmAccount,
     SlurmUser,
+    SshareRow,
     build_tree,
 )
 from ledger.sshare_format import format_double, format_raw_shares
@@ -58,7 +59,7 @@ _ONE_LD = LongDouble(1)
 
 
 @dataclass(frozen=True)
-class ClassicRow:
+class ClassicRow(SshareRow):
     """One association as classic `sshare -a -l` shows it.
 
     * `user` is None for accounts and root; `raw_shares` None for root, `PARENT` for `parent`.
@@ -77,15 +78,6 @@ class ClassicRow:
     effective_usage: float
     fair_share: float | None
 
-    @property
-    def is_user(self) -> bool:
-        return self.user is not None
-
-    @property
-    def printed_raw_usage(self) -> int:
-        """sshare's RawUsage: `(uint64_t)usage_raw`."""
-        return int(self.raw_usage)
-
     def sshare_fields(self) -> list[str]:
         """Account|User|RawShares|NormShares|RawUsage|NormUsage|EffectvUsage|FairShare as
         classic `sshare -a -l -p` prints them."""
@@ -99,10 +91,6 @@ class ClassicRow:
             format_double(self.effective_usage),
             format_double(self.fair_share),
         ]
-
-    def sshare_line(self) -> str:
-        """`sshare -a -l -p` up to FairShare, each field followed by `|`."""
-        return "".join(f"{value}|" for value in self.sshare_fields())
 
 
 @dataclass(frozen=True)

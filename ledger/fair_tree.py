@@ -67,6 +67,7 @@ from ledger.slurm_shares import (
     LongDouble,
     SlurmAccount,
     SlurmUser,
+    SshareRow,
     build_tree,
 )
 from ledger.slurm_shares import ROOT as ROOT
@@ -81,7 +82,7 @@ _ZERO_LD = LongDouble(0)
 
 
 @dataclass(frozen=True)
-class FairTreeRow:
+class FairTreeRow(SshareRow):
     """One association as `sshare -a -l` shows it under Fair Tree.
 
     * `user` is None for accounts and root; `account` is the account itself for an account row,
@@ -108,15 +109,6 @@ class FairTreeRow:
     rank: int | None
     fair_share: float | None
 
-    @property
-    def is_user(self) -> bool:
-        return self.user is not None
-
-    @property
-    def printed_raw_usage(self) -> int:
-        """sshare's RawUsage: `(uint64_t)usage_raw`."""
-        return int(self.raw_usage)
-
     def sshare_fields(self) -> list[str]:
         """The columns Account|User|RawShares|NormShares|RawUsage|NormUsage|EffectvUsage|
         FairShare|LevelFS exactly as `sshare -a -l -p` prints them (`%f`, blanks, `inf`)."""
@@ -132,10 +124,6 @@ class FairTreeRow:
             format_double(self.fair_share),
             "" if blank_level_fs else format_double(float(self.level_fs)),  # type: ignore[arg-type]
         ]
-
-    def sshare_line(self) -> str:
-        """`sshare -a -l -p` up to LevelFS, each field followed by `|`."""
-        return "".join(f"{value}|" for value in self.sshare_fields())
 
 
 @dataclass(frozen=True)

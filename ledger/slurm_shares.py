@@ -302,6 +302,30 @@ def _check_shares(shares: int, what: str) -> None:
         )
 
 
+class SshareRow:
+    """What every algorithm's row prints alike; the subclass (a dataclass) holds `user` and
+    `raw_usage` and says its own columns in `sshare_fields`."""
+
+    user: str | None
+    raw_usage: float
+
+    @property
+    def is_user(self) -> bool:
+        return self.user is not None
+
+    @property
+    def printed_raw_usage(self) -> int:
+        """sshare's RawUsage: `(uint64_t)usage_raw`."""
+        return int(self.raw_usage)
+
+    def sshare_fields(self) -> list[str]:
+        raise NotImplementedError
+
+    def sshare_line(self) -> str:
+        """`sshare -a -l -p` of `sshare_fields`, each field followed by `|`."""
+        return "".join(f"{value}|" for value in self.sshare_fields())
+
+
 class _AssociationRow(Protocol):
     @property
     def account(self) -> str: ...
