@@ -12,8 +12,8 @@ import random
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ledger.app import Ledger
 from ledger.site import Site, Stamp
+from ledger.store.application import Ledger
 
 WEEK = 7 * 24 * 3600.0
 # 2026-01-01T00:00:00Z: the ledger's epoch (create-db runs with --now EPOCH).

@@ -49,8 +49,8 @@ from rich.console import Console
 from rich.table import Table
 
 from bench.generate import EPOCH, WEEK, SiteSpec, build_site, site_spec, write_jobs
-from ledger.app import Ledger
-from ledger.storage import Connection, parse_store_url
+from ledger.store.application import Ledger
+from ledger.store.connections import Connection, parse_store_url
 from projections import runner
 
 RESULTS = Path(__file__).resolve().parent / "results"

@@ -8,10 +8,10 @@ import click
 
 from cli.params import DURATION
 from cli.session import change_options, session
-from ledger import append_only, roles
-from ledger.app import Ledger
 from ledger.errors import InvalidValue
-from ledger.storage import ensure_schema
+from ledger.store import append_only, roles
+from ledger.store.application import Ledger
+from ledger.store.connections import ensure_schema
 from projections import runner
 
 

@@ -9,7 +9,7 @@ from cli import jobs
 from cli.params import TIME
 from cli.session import change_options, session
 from ledger.errors import LedgerError
-from ledger.flux_transport import FluxUnavailable, JobSource, connect, fetch_records
+from ledger.flux_accounting.transport import FluxUnavailable, JobSource, connect, fetch_records
 from projections import job_queries
 
 # Re-reading the last hour costs little (recording is exactly-once) and, unlike

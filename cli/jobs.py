@@ -19,7 +19,7 @@ from cli.session import Session, change_options, session
 from ledger import bounds
 from ledger.clock import real_now
 from ledger.errors import Interrupted, InvalidValue, LedgerError, NotFound, WriteFailed
-from ledger.flux_jobs import record_from_flux_row
+from ledger.flux_accounting.jobs import record_from_flux_row
 from ledger.site_usage import AssociationResolver
 from projections import job_queries, usage_tables
 

@@ -13,11 +13,10 @@ import click
 
 from cli.params import AsOf, as_of_option
 from cli.session import Session, change_options, session
-from ledger.app import Ledger
 from ledger.clock import iso
 from ledger.errors import AlreadyExists, LedgerMissing
-from ledger.flux_csv import load_tables, read_csv_tables
-from ledger.flux_import import (
+from ledger.flux_accounting.csv_files import load_tables, read_csv_tables
+from ledger.flux_accounting.db_import import (
     FIXES,
     FluxSource,
     ImportPlan,
@@ -26,7 +25,8 @@ from ledger.flux_import import (
     plan_import,
     read_source,
 )
-from ledger.flux_tables import TABLE_COLUMNS
+from ledger.flux_accounting.tables import TABLE_COLUMNS
+from ledger.store.application import Ledger
 from projections import queries
 
 FIX_HELP = "; ".join(f"{name}: {text}" for name, text in FIXES.items())

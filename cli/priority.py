@@ -14,6 +14,7 @@ from cli.params import AsOf, as_of_option
 from cli.session import session
 from ledger import bounds
 from ledger.errors import InvalidValue, LedgerError, NotFound
+from ledger.flux_accounting.payloads import PAYLOAD_NAMES, payloads, plugin_config, strict_json
 from ledger.limits import (
     AssociationCounters,
     AssociationLimits,
@@ -23,10 +24,9 @@ from ledger.limits import (
     QueueLimits,
     evaluate_job,
 )
-from ledger.payloads import PAYLOAD_NAMES, payloads, plugin_config, strict_json
 from ledger.priority import PriorityWeights, job_priority, queue_factor
 from ledger.site import csv_items
-from ledger.storage import Connection
+from ledger.store.connections import Connection
 from projections import queries
 
 EXIT_HELD = 3
@@ -322,7 +322,7 @@ def export_payloads(ctx: click.Context, as_of: AsOf | None, directory: str | Non
 def priority_update(ctx: click.Context) -> None:
     """Send the payloads to a running Flux instance's mf_priority plugin, then reprioritize
     (what flux-accounting's priority-update does)."""
-    from ledger.flux_transport import FluxUnavailable, connect, send_priority_update
+    from ledger.flux_accounting.transport import FluxUnavailable, connect, send_priority_update
 
     try:
         transport = connect()

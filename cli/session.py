@@ -11,10 +11,10 @@ from typing import Any, TypeVar
 import click
 
 from cli.params import AsOf
-from ledger.app import Ledger
 from ledger.clock import parse_time
 from ledger.site import Site, Stamp
-from ledger.storage import DEFAULT_URL, Connection, StoreConfig, parse_store_url
+from ledger.store.application import Ledger
+from ledger.store.connections import DEFAULT_URL, Connection, StoreConfig, parse_store_url
 from projections import as_of as as_of_view
 from projections import freshness, runner
 
@@ -34,7 +34,7 @@ class Session:
         self.now: float | None = parse_time(now) if now else None
         self._ledger: Ledger | None = None
         self._conn: Connection | None = None
-        # On PostgreSQL the recorded actor is the session's role (ledger/roles.py): only a
+        # On PostgreSQL the recorded actor is the session's role (ledger/store/roles.py): only a
         # given --actor is kept, as who it acted for.
         self.actor = "" if self.store.is_postgres else default_actor()
 

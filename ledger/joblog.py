@@ -3,7 +3,7 @@
 A batch keeps one stored event small (a job per event would make a million events, a whole
 ingest in one event would not fit a transaction). Exactly-once does not rest on this stream's
 version nor on a read model: the writers' lock serializes appends, and the log's own key index
-(`job_keys`, ledger.log_tables) holds every recorded (cluster, id) with the digest of what it
+(`job_keys`, ledger.store.log_tables) holds every recorded (cluster, id) with the digest of what it
 said. The aggregate's state is never loaded.
 """
 

@@ -267,7 +267,7 @@ def _(event: ev.FairshareUpdated, state: SiteState) -> Touched:
 
 @_fold.register
 def _(event: ev.EventNeutralized, state: SiteState) -> Touched:
-    # Honoured by whoever replays (projections.runner, ledger.site_repository), which skip the
+    # Honoured by whoever replays (projections.runner, ledger.store.site_repository), which skip the
     # neutralized event; the state itself does not change.
     return Touched()
 

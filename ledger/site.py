@@ -38,7 +38,7 @@ UNLIMITED_WORDS = ("-1", "unlimited")
 LIMIT_FIELDS = ("max_running_jobs", "max_active_jobs", "max_nodes", "max_cores", "max_sched_jobs")
 
 
-# The source key that keeps who a PostgreSQL session's role acted for (ledger.roles).
+# The source key that keeps who a PostgreSQL session's role acted for (ledger.store.roles).
 ON_BEHALF_OF = "on_behalf_of"
 
 

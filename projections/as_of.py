@@ -15,14 +15,14 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from ledger.app import Ledger
 from ledger.clock import iso
 from ledger.errors import InvalidValue
 from ledger.reducers import Touched
 from ledger.site import SITE_ID
 from ledger.site_usage import AssociationUsage, AssocKey, bank_usage, site_fairshare
 from ledger.state import SiteState
-from ledger.storage import Connection, StoreConfig
+from ledger.store.application import Ledger
+from ledger.store.connections import Connection, StoreConfig
 from projections import checkpoints, schema, usage_tables
 from projections.checkpoints import NEW_ASSOCIATION_FAIRSHARE, Entry
 from projections.site_tables import write_touched

@@ -28,7 +28,7 @@ from typing import Any
 
 from ledger.site_usage import AssociationUsage, AssocKey
 from ledger.state import SiteState
-from ledger.storage import Connection
+from ledger.store.connections import Connection
 
 TABLES: dict[str, str] = {
     "fairshare_checkpoints": """

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ledger.storage import Connection
+from ledger.store.connections import Connection
 from projections.history import ARROW, show_changes
 
 Row = dict[str, Any]

@@ -22,13 +22,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ledger import events as ev
-from ledger.app import UNPROJECTABLE, Ledger, _first_line
 from ledger.errors import InvalidValue
 from ledger.joblog import JobLog, job_key
 from ledger.neutralizations import Neutralizations, in_log
 from ledger.site import Site, Stamp
 from ledger.site_usage import usage_params
-from ledger.storage import Connection, StoreConfig
+from ledger.store.application import UNPROJECTABLE, Ledger, _first_line
+from ledger.store.connections import Connection, StoreConfig
 from projections import runner
 from projections.history import entry_of
 from projections.usage_tables import JOB_COLUMNS, insert_jobs, job_row

@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ledger.app import Ledger
 from ledger.clock import iso
 from ledger.errors import InvalidValue, NotFound
 from ledger.priority import (
@@ -24,7 +23,8 @@ from ledger.priority import (
 )
 from ledger.site_usage import AssociationResolver, AssocKey, usage_params
 from ledger.state import SiteState
-from ledger.storage import Connection
+from ledger.store.application import Ledger
+from ledger.store.connections import Connection
 from ledger.usage import bin_count, period_of, period_start
 from projections.as_of import (
     Moment,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ledger.site_usage import AssocKey
-from ledger.storage import Connection
+from ledger.store.connections import Connection
 from projections import checkpoints
 from projections.as_of import Moment, Snapshots, in_force_value
 

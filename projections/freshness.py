@@ -4,8 +4,8 @@ the read answers from them as they are, and says so."""
 
 from __future__ import annotations
 
-from ledger.app import Ledger
-from ledger.storage import Connection, is_permission_error
+from ledger.store.application import Ledger
+from ledger.store.connections import Connection, is_permission_error
 from projections import runner
 
 

@@ -28,14 +28,14 @@ from typing import Any
 from eventsourcing.utils import get_topic
 
 from ledger import events as ev
-from ledger.app import Ledger
 from ledger.bounds import printable
 from ledger.clock import iso
 from ledger.errors import NotFound
 from ledger.joblog import JobLog
 from ledger.site import ON_BEHALF_OF
 from ledger.state import ASSOCIATION_DEFAULTS, INTEGER_MAX, QUEUE_DEFAULTS
-from ledger.storage import Connection
+from ledger.store.application import Ledger
+from ledger.store.connections import Connection
 
 ARROW = "→"
 PAGE_SIZE = 500

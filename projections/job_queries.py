@@ -6,7 +6,7 @@ import json
 import math
 from typing import Any
 
-from ledger.storage import Connection
+from ledger.store.connections import Connection
 
 _OPS = {"<": "<", "<=": "<=", "=": "=", ">=": ">=", ">": ">"}
 

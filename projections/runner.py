@@ -15,15 +15,15 @@ from typing import Any
 
 from ledger import events as ev
 from ledger import import_events as iev
-from ledger import log_tables
-from ledger.app import Ledger, _first_line, unprojectable_errors
 from ledger.errors import Unprojectable
 from ledger.joblog import JobLog
 from ledger.neutralizations import Neutralizations, in_log
 from ledger.reducers import Touched, fold
 from ledger.site import SITE_ID
 from ledger.state import SiteState
-from ledger.storage import Connection
+from ledger.store import log_tables
+from ledger.store.application import Ledger, _first_line, unprojectable_errors
+from ledger.store.connections import Connection
 from projections import checkpoints, schema, usage_tables
 from projections.site_tables import write_touched
 
@@ -225,8 +225,8 @@ def _fold(ledger: Ledger, conn: Connection, appended: list[tuple[int, Any]]) -> 
 def project(
     ledger: Ledger, conn: Connection, appended: list[tuple[int, Any]]
 ) -> Callable[[], None]:
-    """The ledger's projector: called inside its append transaction (ledger.app), so an event
-    the read models cannot hold makes the whole append fail and nothing is recorded."""
+    """The ledger's projector: called inside its append transaction (ledger.store.application),
+    so an event the read models cannot hold makes the whole append fail and nothing is recorded."""
     return _fold(ledger, conn, appended)
 
 

@@ -4,7 +4,7 @@ Only portable SQL (SQLite >= 3.24 and PostgreSQL): the same statements run on bo
 Bump READ_MODEL_VERSION when a table changes: opening a ledger then rebuilds the read models.
 """
 
-from ledger.flux_tables import (
+from ledger.flux_accounting.tables import (
     ASSOCIATION_COLUMNS,
     BANK_COLUMNS,
     CONFIG_COLUMNS,

@@ -11,7 +11,7 @@ from typing import Any
 
 from ledger.reducers import Touched, fold
 from ledger.state import Association, Bank, SiteState
-from ledger.storage import Connection
+from ledger.store.connections import Connection
 
 
 def bank_row(bank: Bank) -> tuple[Any, ...]:

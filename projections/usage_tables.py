@@ -31,7 +31,7 @@ from ledger.site_usage import (
     window,
 )
 from ledger.state import Association, SiteState
-from ledger.storage import Connection
+from ledger.store.connections import Connection
 from ledger.usage import UsageParams, period_of, period_start
 
 TABLES: dict[str, str] = {

@@ -13,12 +13,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ledger import log_tables
-from ledger.app import UNPROJECTABLE, Ledger
 from ledger.chain import GENESIS, link
 from ledger.errors import TamperedLog
 from ledger.neutralizations import in_log
-from ledger.storage import Connection, StoreConfig
+from ledger.store import log_tables
+from ledger.store.application import UNPROJECTABLE, Ledger
+from ledger.store.connections import Connection, StoreConfig
 from projections import runner
 
 

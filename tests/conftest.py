@@ -58,8 +58,8 @@ class Store:
         return result
 
     def log_position(self) -> int:
-        from ledger.app import Ledger
-        from ledger.storage import parse_store_url
+        from ledger.store.application import Ledger
+        from ledger.store.connections import parse_store_url
 
         ledger = Ledger(parse_store_url(self.url))
         try:
@@ -69,7 +69,7 @@ class Store:
 
     def tables(self) -> dict[str, list[dict[str, Any]]]:
         """Every read-model table's rows, sorted, for comparisons."""
-        from ledger.storage import Connection, parse_store_url
+        from ledger.store.connections import Connection, parse_store_url
         from projections.schema import TABLES
 
         conn = Connection(parse_store_url(self.url))
@@ -88,7 +88,7 @@ class Store:
 def _verified(store: Store, request: pytest.FixtureRequest) -> None:
     """Every ledger a test leaves behind passes `fairledger verify` (the hash chain, and read
     models equal to a rebuild), unless the test broke it on purpose (`@pytest.mark.tampered`)."""
-    from ledger.storage import event_table_exists, parse_store_url
+    from ledger.store.connections import event_table_exists, parse_store_url
 
     if request.node.get_closest_marker("tampered") is not None:
         return

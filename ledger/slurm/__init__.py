@@ -4,6 +4,7 @@
 * `ledger.slurm.dump`: `sacctmgr dump` flat files (accounts, users, shares).
 * `ledger.slurm.sshare`: `sshare -a -l -P` / `-p` / `-o ...` RawUsage per association.
 * `ledger.slurm.tres`: TRES strings (`cpu=8,mem=16G,gres/gpu=2`) as sacct prints them.
+* `ledger.slurm.conf`: slurm.conf's priority, fair-share and partition settings.
 
 No I/O: every parser takes the text (a str) and the values it needs (time zone...). Errors are
 `ledger.errors.InvalidValue` with one line per offending input line, naming the line number and

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from ledger.append_only import APPEND_ONLY_TABLES, MESSAGE, table_names
-from ledger.storage import parse_store_url
+from ledger.store.append_only import APPEND_ONLY_TABLES, MESSAGE, table_names
+from ledger.store.connections import parse_store_url
 from tests.conftest import DATA, Store
 
 REFUSED = "fairledger: the event log is append-only"

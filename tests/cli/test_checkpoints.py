@@ -18,8 +18,8 @@ import psycopg
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from ledger.app import Ledger
-from ledger.storage import Connection, parse_store_url
+from ledger.store.application import Ledger
+from ledger.store.connections import Connection, parse_store_url
 from projections import checkpoints
 from projections.as_of import Moment, Recomputed, recompute
 from projections.fairshare_history import markers_between

@@ -56,8 +56,8 @@ def _process(args: list[str]) -> subprocess.CompletedProcess[str]:
 
 def log_times(store: Store) -> list[float]:
     """Every event's time, in log order."""
-    from ledger.app import Ledger
-    from ledger.storage import parse_store_url
+    from ledger.store.application import Ledger
+    from ledger.store.connections import parse_store_url
 
     ledger = Ledger(parse_store_url(store.url))
     try:

@@ -15,9 +15,9 @@ import pytest
 from click.testing import CliRunner, Result
 
 from cli.main import cli
-from ledger.app import Ledger
 from ledger.errors import LedgerError
-from ledger.storage import parse_store_url
+from ledger.store.application import Ledger
+from ledger.store.connections import parse_store_url
 from tests.conftest import PG_URL, REQUIRE_PG, T0, Store, _pg_reachable
 
 BOUND = 15.0  # seconds: the default connect timeout (10 s) and some slack

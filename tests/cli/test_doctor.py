@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from ledger import events as ev
-from ledger.app import Ledger
 from ledger.site import SITE_ID
-from ledger.storage import parse_store_url
+from ledger.store.application import Ledger
+from ledger.store.connections import parse_store_url
 from tests.conftest import DATA, T0, Store
 
 POISONED = DATA / "poisoned" / "ledger-0.1.0.db"

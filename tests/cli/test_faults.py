@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from ledger.storage import event_table_exists, parse_store_url
+from ledger.store.connections import event_table_exists, parse_store_url
 from tests.cli.test_ingest import _fresh, all_tables, job, recorded_in_log, site, write
 from tests.conftest import PG_URL, REQUIRE_PG, T0, Store, _pg_reachable
 
@@ -348,7 +348,7 @@ def test_input_that_is_not_utf8_is_one_line(ledger_store: Store, tmp_path: Path)
 
 
 def delete_job_row(store: Store, job_id: str) -> None:
-    from ledger.storage import Connection
+    from ledger.store.connections import Connection
 
     conn = Connection(parse_store_url(store.url))
     try:

@@ -37,7 +37,7 @@ def source_rows(path: Path, table: str) -> list[dict[str, Any]]:
 
 
 def read_models(store: Store, *tables: str) -> dict[str, list[dict[str, Any]]]:
-    from ledger.storage import Connection, parse_store_url
+    from ledger.store.connections import Connection, parse_store_url
 
     conn = Connection(parse_store_url(store.url))
     try:

@@ -66,7 +66,7 @@ def all_tables(store: Store) -> dict[str, list[dict[str, Any]]]:
     """Store.tables() plus the usage read models (jobs, period_totals, job_usage_bins) and the
     fair-share checkpoints, which Store.tables() leaves out: it lists projections.schema.TABLES
     only."""
-    from ledger.storage import Connection, parse_store_url
+    from ledger.store.connections import Connection, parse_store_url
     from projections.checkpoints import TABLES as CHECKPOINT_TABLES
     from projections.usage_tables import TABLES as USAGE_TABLES
 
@@ -314,9 +314,9 @@ def test_unmatched_jobs_are_kept_and_count_once_matched(
 def recorded_in_log(store: Store) -> list[tuple[str, str]]:
     """Every (cluster, id) of every JobsRecorded event: the jobs table's primary key would hide
     a job recorded twice in the log, so exactly-once is checked here."""
-    from ledger.app import Ledger
     from ledger.joblog import JOBLOG_ID, JobLog
-    from ledger.storage import parse_store_url
+    from ledger.store.application import Ledger
+    from ledger.store.connections import parse_store_url
 
     ledger = Ledger(parse_store_url(store.url))
     try:

@@ -11,9 +11,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ledger import events as ev
-from ledger.app import Ledger
 from ledger.site import SITE_ID
-from ledger.storage import parse_store_url
+from ledger.store.application import Ledger
+from ledger.store.connections import parse_store_url
 from projections import runner
 from tests.cli.sites import build_flux_account_site
 from tests.conftest import T0, Store

@@ -167,9 +167,9 @@ def test_an_event_whose_projection_fails_is_not_recorded(store: Store) -> None:
     """The projection runs inside the append's transaction: whatever it cannot hold rolls the
     events back with it (the safety net under the input validation)."""
     from ledger import events as ev
-    from ledger.app import Ledger
     from ledger.errors import Unprojectable
-    from ledger.storage import parse_store_url
+    from ledger.store.application import Ledger
+    from ledger.store.connections import parse_store_url
     from projections import runner
 
     small_site(store)

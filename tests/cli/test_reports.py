@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ledger.app import Ledger
-from ledger.storage import Connection, parse_store_url
+from ledger.store.application import Ledger
+from ledger.store.connections import Connection, parse_store_url
 from projections.as_of import marker_at_position, recompute
 from tests.cli.test_explain import LATER, explain, history, job, lines
 from tests.conftest import T0, Store

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 import pytest
 
-from ledger.app import Ledger
-from ledger.roles import group_role
-from ledger.storage import parse_store_url
+from ledger.store.application import Ledger
+from ledger.store.connections import parse_store_url
+from ledger.store.roles import group_role
 from tests.conftest import PG_URL, REQUIRE_PG, T0, Store, _pg_reachable
 
 BASE = PG_URL.split("?")[0]

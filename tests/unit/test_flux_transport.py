@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ledger.flux_transport import fetch_records, send_priority_update
-from ledger.payloads import payloads
+from ledger.flux_accounting.payloads import payloads
+from ledger.flux_accounting.transport import fetch_records, send_priority_update
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "flux"
 

@@ -1,4 +1,4 @@
-"""slurm.conf reading (`ledger.slurm_conf`): the site file in tests/data/slurm, and each rule."""
+"""slurm.conf reading (`ledger.slurm.conf`): the site file in tests/data/slurm, and each rule."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ledger.errors import InvalidValue
-from ledger.slurm_conf import (
+from ledger.slurm.conf import (
     duration_seconds,
     expand_hostlist,
     parse_qos_dump,

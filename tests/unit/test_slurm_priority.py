@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ledger.errors import InvalidValue
-from ledger.slurm_conf import parse_qos_dump, parse_slurm_conf
+from ledger.slurm.conf import parse_qos_dump, parse_slurm_conf
 from ledger.slurm_priority import (
     NO_NORMAL_ALL,
     ClusterSize,

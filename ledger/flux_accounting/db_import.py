@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger.errors import AlreadyExists, InvalidValue, LedgerError, NotFound, ProblemList
-from ledger.flux_tables import (
+from ledger.flux_accounting.tables import (
     FLUX_CONFIG_DEFAULTS,
     TABLE_COLUMNS,
     AssociationRow,

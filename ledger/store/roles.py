@@ -20,7 +20,7 @@ from typing import Any
 from ledger import events as ev
 from ledger.errors import InvalidValue, LedgerMissing, PermissionDenied
 from ledger.site import ON_BEHALF_OF
-from ledger.storage import StoreConfig, event_table_exists, postgres_admin_connect
+from ledger.store.connections import StoreConfig, event_table_exists, postgres_admin_connect
 
 GROUPS = ("reader", "writer", "admin")
 # What a writer's cron records through Ledger.execute; every other site event is an admin's.

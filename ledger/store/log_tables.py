@@ -4,8 +4,8 @@ Beside the eventsourcing library's event table, the log keeps two tables of its 
 `event_hashes` (one link of the hash chain per event, see ledger.chain) and `job_keys` (every
 recorded job's (cluster, id) with the digest of what it said and the position that recorded
 it). Both are part of the log, not read models: they are never rebuilt, only extended, and the
-store refuses to change them (ledger.append_only). `job_keys` is what makes ingest exactly-once
-without trusting a read model: a key there is never appended again.
+store refuses to change them (ledger.store.append_only). `job_keys` is what makes ingest
+exactly-once without trusting a read model: a key there is never appended again.
 
 Every writer takes one lock per ledger before it reads the state it validates against and
 before it takes the time it stamps (SQLite: the database's write lock from BEGIN IMMEDIATE;
@@ -20,7 +20,7 @@ from typing import Any
 from uuid import UUID
 
 from ledger.chain import GENESIS, link
-from ledger.storage import Connection
+from ledger.store.connections import Connection
 
 EVENT_HASHES = "event_hashes"
 JOB_KEYS = "job_keys"

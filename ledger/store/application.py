@@ -1,8 +1,8 @@
 """The Ledger application: one eventsourcing Application, one ordered log for every change.
 
-A write is one transaction under the writers' lock (ledger.log_tables): load the Site aggregate
-(from its newest snapshot) as committed, take the time, let the command validate and trigger
-events, insert them, link them into the hash chain, and hand them to the projector, which
+A write is one transaction under the writers' lock (ledger.store.log_tables): load the Site
+aggregate (from its newest snapshot) as committed, take the time, let the command validate and
+trigger events, insert them, link them into the hash chain, and hand them to the projector, which
 brings the read models up to them on the same connection. Only then does it commit: an event
 whose projection fails is never recorded, log order is time order, and no writer loses
 another's update. Time comes from one clock that never runs backwards.
@@ -25,8 +25,8 @@ from eventsourcing.application import AggregateNotFoundError, Application, Repos
 from eventsourcing.persistence import IntegrityError, JSONTranscoder, StoredEvent, Transcoding
 from eventsourcing.utils import get_topic
 
-from ledger import append_only, log_tables, neutralizations, roles
 from ledger import events as ev
+from ledger import neutralizations
 from ledger.chain import record_digest
 from ledger.clock import iso, to_datetime
 from ledger.errors import (
@@ -39,15 +39,16 @@ from ledger.errors import (
 )
 from ledger.joblog import BATCH_SIZE, JOBLOG_ID, JobLog, job_key
 from ledger.site import SITE_ID, Site, Stamp, default_config
-from ledger.site_repository import SiteRepository
 from ledger.state import SiteState, state_from_dict, state_to_dict
-from ledger.storage import (
+from ledger.store import append_only, log_tables, roles
+from ledger.store.connections import (
     Connection,
     StoreConfig,
     bound_connection_waits,
     ensure_schema,
     event_table_exists,
 )
+from ledger.store.site_repository import SiteRepository
 
 T = TypeVar("T")
 # What a value the read models cannot store raises while it is folded into SQLite: an integer
@@ -128,7 +129,7 @@ class Ledger(Application):
 
     def construct_repository(self) -> Repository[UUID]:
         """The library's repository, except that the Site is loaded without the events
-        neutralized in the log (ledger.site_repository)."""
+        neutralized in the log (ledger.store.site_repository)."""
         return SiteRepository(
             SITE_ID,
             lambda version: neutralizations.site_versions_after(

@@ -5,10 +5,10 @@ knows about SQLite and PostgreSQL.
 Fault injection (tests only): FAIRLEDGER_SQLITE_MAX_PAGES=N caps every SQLite connection this
 module opens at N database pages (`PRAGMA max_page_count`), so a write that would grow the file
 past it fails with SQLITE_FULL ("database or disk is full"), as on a full disk, without needing
-a small filesystem. Every write of the ledger goes through these connections (ledger.app); the
-eventsourcing library's own connection only reads, and writes the snapshots after a commit,
-which may fail harmlessly. The cap never shrinks a file: a value below its size holds it at its
-size.
+a small filesystem. Every write of the ledger goes through these connections
+(ledger.store.application); the eventsourcing library's own connection only reads, and writes
+the snapshots after a commit, which may fail harmlessly. The cap never shrinks a file: a value
+below its size holds it at its size.
 """
 
 from __future__ import annotations

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ledger.errors import InvalidValue, LedgerError, ProblemList
-from ledger.flux_import import AssociationPlan, event_order
-from ledger.flux_tables import (
+from ledger.flux_accounting.db_import import AssociationPlan, event_order
+from ledger.flux_accounting.tables import (
     TABLE_COLUMNS,
     TABLE_ORDER,
     BankRow,

@@ -9,8 +9,8 @@ import pwd
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from ledger.flux_jobs import record_from_flux_row
-from ledger.payloads import PAYLOAD_NAMES, owner_entry
+from ledger.flux_accounting.jobs import record_from_flux_row
+from ledger.flux_accounting.payloads import PAYLOAD_NAMES, owner_entry
 
 TOPIC = "job-manager.mf_priority.{}"
 JOB_ATTRS = ["userid", "t_submit", "t_run", "t_inactive", "state", "ranks"]

@@ -9,7 +9,8 @@ are, the snapshot is usable only when none of those versions is at or before it 
 taken between a bad event and its neutralization holds the bad state); the load steps back
 to an older snapshot until one is, then replays the events, skipping the neutralized ones
 (their versions still count, so the next command appends where it should). A snapshot is
-taken right after a neutralization (ledger.app), so later loads take the fast path again.
+taken right after a neutralization (ledger.store.application), so later loads take the fast
+path again.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from ledger.storage import Connection, StoreConfig, postgres_admin_connect
+from ledger.store.connections import Connection, StoreConfig, postgres_admin_connect
 
 # Logical names; "events" and "snapshots" are the eventsourcing library's tables, named per
 # store below. A table of our own is listed by its name, the same on both stores.
