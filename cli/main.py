@@ -22,7 +22,7 @@ from cli import (
     usage,
     users,
 )
-from cli.session import Session
+from cli.session import Session, warn
 from ledger.bounds import printable, printable_lines
 from ledger.clock import parse_requested_now
 from ledger.errors import LedgerError, OutOfRange
@@ -92,7 +92,7 @@ def cli(ctx: click.Context, db: str | None, now: str | None) -> None:
 
     Every change is an event with who, when and why; every table is rebuilt from them.
     """
-    ctx.obj = Session(db, None)  # a bad --db is one line and exit 1 (LedgerGroup.invoke)
+    ctx.obj = Session(db, None, warn=warn)  # a bad --db is one line and exit 1 (LedgerGroup.invoke)
     ctx.call_on_close(ctx.obj.close)
     try:
         # A well-formed time out of bounds is OutOfRange (exit 1); a malformed one exit 2.

@@ -3,12 +3,11 @@ a well-formed one beyond ledger.bounds is the ledger's refusal (OutOfRange, exit
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import click
 
-from ledger.clock import parse_time
+from ledger.clock import AsOf, parse_time
 from ledger.durations import parse_duration
 from ledger.errors import InvalidValue, OutOfRange
 
@@ -55,17 +54,6 @@ class TimeType(click.ParamType):
 DURATION = DurationType()
 LIMIT = LimitType()
 TIME = TimeType()
-
-
-@dataclass(frozen=True)
-class AsOf:
-    """A moment asked about: absolute (epoch seconds) or `ago` seconds before the ledger's now."""
-
-    absolute: float | None = None
-    ago: float | None = None
-
-    def resolve(self, now: float) -> float:
-        return self.absolute if self.absolute is not None else now - (self.ago or 0.0)
 
 
 class AsOfType(click.ParamType):

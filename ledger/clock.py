@@ -1,8 +1,10 @@
-"""Reading times given on the command line: epoch seconds (fractions allowed) or ISO 8601."""
+"""The one real clock, and times as people write them: epoch seconds (fractions allowed), ISO
+8601, or a moment some duration before the ledger's now (`AsOf`)."""
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from ledger import bounds
@@ -63,3 +65,14 @@ def to_datetime(epoch: float) -> datetime:
 
 def iso(epoch: float) -> str:
     return to_datetime(epoch).isoformat()
+
+
+@dataclass(frozen=True)
+class AsOf:
+    """A moment asked about: absolute (epoch seconds) or `ago` seconds before the ledger's now."""
+
+    absolute: float | None = None
+    ago: float | None = None
+
+    def resolve(self, now: float) -> float:
+        return self.absolute if self.absolute is not None else now - (self.ago or 0.0)

@@ -28,7 +28,7 @@ from eventsourcing.utils import get_topic
 from ledger import events as ev
 from ledger import neutralizations
 from ledger.chain import record_digest
-from ledger.clock import iso, to_datetime
+from ledger.clock import iso, real_now, to_datetime
 from ledger.errors import (
     AlreadyExists,
     ClockWentBackwards,
@@ -240,7 +240,7 @@ class Ledger(Application):
                     f"({iso(newest)}); the ledger's clock never runs backwards"
                 )
             return requested
-        return to_datetime(max(time.time(), newest or 0.0))
+        return to_datetime(max(real_now(), newest or 0.0))
 
     def stamp(self, reason: str = "", source: dict[str, Any] | None = None) -> Stamp:
         actor, source = roles.attribution(self.store, self.actor, source or {})
