@@ -51,7 +51,7 @@ from rich.table import Table
 from bench.generate import EPOCH, WEEK, SiteSpec, build_site, site_spec, write_jobs
 from ledger.store.application import Ledger
 from ledger.store.connections import Connection, parse_store_url
-from projections import runner
+from projections.writers import runner
 
 RESULTS = Path(__file__).resolve().parent / "results"
 DEFAULT_PG_URL = os.environ.get("BENCH_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")

@@ -12,7 +12,7 @@ from ledger.errors import InvalidValue
 from ledger.store import append_only, roles
 from ledger.store.application import Ledger
 from ledger.store.connections import ensure_schema
-from projections import runner
+from projections.writers import runner
 
 
 @click.command("create-db")

@@ -11,9 +11,9 @@ from cli.params import AS_OF, AsOf
 from cli.session import Session, session
 from ledger.bounds import printable
 from ledger.clock import iso
-from projections import as_of as as_of_view
-from projections import diff as diff_view
-from projections import history as history_view
+from projections.queries import as_of as as_of_view
+from projections.queries import diff as diff_view
+from projections.queries import history as history_view
 
 
 def _selector(

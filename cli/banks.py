@@ -10,8 +10,8 @@ from cli.output import Output, output_options, table
 from cli.params import AsOf, as_of_option
 from cli.session import change_options, session
 from cli.tree import render_tree
-from projections import queries
-from projections.schema import BANK_COLUMNS
+from projections.queries import site as queries
+from projections.writers.schema import BANK_COLUMNS
 
 USER_COLUMNS = ["username", "active", "default_bank", "shares", "job_usage", "fairshare"]
 

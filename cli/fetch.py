@@ -10,7 +10,7 @@ from cli.params import TIME
 from cli.session import change_options, session
 from ledger.errors import LedgerError
 from ledger.flux_accounting.transport import FluxUnavailable, JobSource, connect, fetch_records
-from projections import job_queries
+from projections.queries import jobs as job_queries
 
 # Re-reading the last hour costs little (recording is exactly-once) and, unlike
 # flux-accounting's `since = MAX(t_inactive)`, never drops jobs that ended at the same second.

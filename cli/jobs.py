@@ -21,7 +21,8 @@ from ledger.clock import real_now
 from ledger.errors import Interrupted, InvalidValue, LedgerError, NotFound, WriteFailed
 from ledger.flux_accounting.jobs import record_from_flux_row
 from ledger.site_usage import AssociationResolver
-from projections import job_queries, usage_tables
+from projections.queries import jobs as job_queries
+from projections.writers import usage_tables
 
 if TYPE_CHECKING:
     from ledger.ingest import BadLine

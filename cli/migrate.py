@@ -27,7 +27,7 @@ from ledger.flux_accounting.db_import import (
 )
 from ledger.flux_accounting.tables import TABLE_COLUMNS
 from ledger.store.application import Ledger
-from projections import queries
+from projections.queries import site as queries
 
 FIX_HELP = "; ".join(f"{name}: {text}" for name, text in FIXES.items())
 

@@ -27,7 +27,7 @@ from ledger.limits import (
 from ledger.priority import PriorityWeights, job_priority, queue_factor
 from ledger.site import csv_items
 from ledger.store.connections import Connection
-from projections import queries
+from projections.queries import site as queries
 
 EXIT_HELD = 3
 EXIT_REJECTED = 4

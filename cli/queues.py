@@ -9,8 +9,8 @@ import click
 from cli.output import Output, output_options
 from cli.params import AsOf, as_of_option
 from cli.session import change_options, session
-from projections import queries
-from projections.schema import QUEUE_COLUMNS
+from projections.queries import site as queries
+from projections.writers.schema import QUEUE_COLUMNS
 
 
 def queue_options(func: Any) -> Any:

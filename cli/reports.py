@@ -16,9 +16,9 @@ from ledger.clock import iso, to_datetime
 from ledger.errors import InvalidValue, NotFound
 from ledger.job_ids import format_f58, parse_job_id
 from ledger.priority import URGENCY_EXPEDITE, URGENCY_HOLD
-from projections.as_of import Moment, Snapshots
-from projections.explain import Explanation, UsageBehind, explain_job
-from projections.fairshare_history import HistoryRow, fairshare_history
+from projections.queries.as_of import Moment, Snapshots
+from projections.queries.explain import Explanation, UsageBehind, explain_job
+from projections.queries.fairshare_history import HistoryRow, fairshare_history
 
 # --- explain-job ---------------------------------------------------------------------------------
 

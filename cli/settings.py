@@ -9,8 +9,8 @@ from cli.output import Output, output_options
 from cli.params import AsOf, as_of_option
 from cli.session import change_options, session
 from ledger.errors import InvalidValue
-from projections import queries
-from projections.schema import CONFIG_COLUMNS, FACTOR_COLUMNS
+from projections.queries import site as queries
+from projections.writers.schema import CONFIG_COLUMNS, FACTOR_COLUMNS
 
 
 @click.command("edit-factor")

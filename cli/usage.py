@@ -14,7 +14,7 @@ from ledger.clock import iso
 from ledger.errors import InvalidValue
 from ledger.site import Site, Stamp
 from ledger.site_usage import AssociationResolver
-from projections import job_queries
+from projections.queries import jobs as job_queries
 
 DEFAULT_SIZE_BINS = (0, 2, 8, 32, 128, 512, 2048, 8192)
 

@@ -11,8 +11,8 @@ from cli.output import Output, output_options
 from cli.params import LIMIT, AsOf, as_of_option
 from cli.session import change_options, session
 from ledger.bounds import printable
-from projections import queries
-from projections.schema import ASSOCIATION_COLUMNS
+from projections.queries import site as queries
+from projections.writers.schema import ASSOCIATION_COLUMNS
 
 BIN_COLUMNS = ["username", "bank", "job_usage", "bins"]
 

@@ -1,7 +1,7 @@
 """Events of bringing a site over from flux-accounting (import-flux-accounting, pop-db).
 
 They are Site events like those of ledger.events (actor, reason, source; folded by the same
-reducers), kept in their own module because the audit's topic list (projections/history.py)
+reducers), kept in their own module because the audit's topic list (projections/queries/history.py)
 is built from every class of ledger.events and has no audit line for these yet: add them there
 when it does. Stored by topic (module:QualName): never rename or move one.
 """

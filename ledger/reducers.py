@@ -267,8 +267,8 @@ def _(event: ev.FairshareUpdated, state: SiteState) -> Touched:
 
 @_fold.register
 def _(event: ev.EventNeutralized, state: SiteState) -> Touched:
-    # Honoured by whoever replays (projections.runner, ledger.store.site_repository), which skip the
-    # neutralized event; the state itself does not change.
+    # Honoured by whoever replays (projections.writers.runner, ledger.store.site_repository),
+    # which skip the neutralized event; the state itself does not change.
     return Touched()
 
 

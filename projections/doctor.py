@@ -29,9 +29,9 @@ from ledger.site import Site, Stamp
 from ledger.site_usage import usage_params
 from ledger.store.application import UNPROJECTABLE, Ledger, _first_line
 from ledger.store.connections import Connection, StoreConfig
-from projections import runner
-from projections.history import entry_of
-from projections.usage_tables import JOB_COLUMNS, insert_jobs, job_row
+from projections.queries.history import entry_of
+from projections.writers import runner
+from projections.writers.usage_tables import JOB_COLUMNS, insert_jobs, job_row
 
 PAGE_SIZE = 500
 INT64 = (-(2**63), 2**63 - 1)  # what an INTEGER / BIGINT column of either store holds

@@ -19,7 +19,7 @@ from ledger.neutralizations import in_log
 from ledger.store import log_tables
 from ledger.store.application import UNPROJECTABLE, Ledger
 from ledger.store.connections import Connection, StoreConfig
-from projections import runner
+from projections.writers import runner
 
 
 @dataclass(frozen=True)

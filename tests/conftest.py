@@ -70,7 +70,7 @@ class Store:
     def tables(self) -> dict[str, list[dict[str, Any]]]:
         """Every read-model table's rows, sorted, for comparisons."""
         from ledger.store.connections import Connection, parse_store_url
-        from projections.schema import TABLES
+        from projections.writers.schema import TABLES
 
         conn = Connection(parse_store_url(self.url))
         try:

@@ -12,8 +12,9 @@ from ledger.clock import AsOf, parse_time
 from ledger.site import Site, Stamp
 from ledger.store.application import Ledger
 from ledger.store.connections import DEFAULT_URL, Connection, StoreConfig, parse_store_url
-from projections import as_of as as_of_view
-from projections import freshness, runner
+from projections.queries import as_of as as_of_view
+from projections.queries import freshness
+from projections.writers import runner
 
 T = TypeVar("T")
 Warn = Callable[[str], None]

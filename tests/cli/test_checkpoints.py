@@ -2,9 +2,10 @@
 (and one association's usage read alone equals the site's).
 
 The oracle is independent of the checkpoint table: each snapshot is computed again from the
-jobs recorded up to its marker (projections.as_of.recompute), and the value an association the
-walk left out keeps is found by walking back through those recomputed snapshots, as design §4
-states the rule (the last value a walk gave the same association; else 0.5)."""
+jobs recorded up to its marker (projections.queries.as_of.recompute), and the value an
+association the walk left out keeps is found by walking back through those recomputed
+snapshots, as design §4 states the rule (the last value a walk gave the same association;
+else 0.5)."""
 
 from __future__ import annotations
 
@@ -20,10 +21,10 @@ from hypothesis import strategies as st
 
 from ledger.store.application import Ledger
 from ledger.store.connections import Connection, parse_store_url
-from projections import checkpoints
-from projections.as_of import Moment, Recomputed, recompute
-from projections.fairshare_history import markers_between
-from projections.usage_tables import association_usage_at
+from projections.queries.as_of import Moment, Recomputed, recompute
+from projections.queries.fairshare_history import markers_between
+from projections.writers import checkpoints
+from projections.writers.usage_tables import association_usage_at
 from tests.conftest import T0, Store
 
 USERS = {"alice": "A", "bob": "B", "carol": "B"}

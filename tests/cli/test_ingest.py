@@ -64,11 +64,11 @@ def write(path: Path, *lines: dict[str, Any] | str) -> str:
 
 def all_tables(store: Store) -> dict[str, list[dict[str, Any]]]:
     """Store.tables() plus the usage read models (jobs, period_totals, job_usage_bins) and the
-    fair-share checkpoints, which Store.tables() leaves out: it lists projections.schema.TABLES
-    only."""
+    fair-share checkpoints, which Store.tables() leaves out: it lists
+    projections.writers.schema.TABLES only."""
     from ledger.store.connections import Connection, parse_store_url
-    from projections.checkpoints import TABLES as CHECKPOINT_TABLES
-    from projections.usage_tables import TABLES as USAGE_TABLES
+    from projections.writers.checkpoints import TABLES as CHECKPOINT_TABLES
+    from projections.writers.usage_tables import TABLES as USAGE_TABLES
 
     out = store.tables()
     conn = Connection(parse_store_url(store.url))

@@ -14,7 +14,7 @@ from ledger import events as ev
 from ledger.site import SITE_ID
 from ledger.store.application import Ledger
 from ledger.store.connections import parse_store_url
-from projections import runner
+from projections.writers import runner
 from tests.cli.sites import build_flux_account_site
 from tests.conftest import T0, Store
 

@@ -170,7 +170,7 @@ def test_an_event_whose_projection_fails_is_not_recorded(store: Store) -> None:
     from ledger.errors import Unprojectable
     from ledger.store.application import Ledger
     from ledger.store.connections import parse_store_url
-    from projections import runner
+    from projections.writers import runner
 
     small_site(store)
     before = store.log_position()

@@ -8,7 +8,7 @@ from typing import Any
 
 from ledger.store.application import Ledger
 from ledger.store.connections import Connection, parse_store_url
-from projections.as_of import marker_at_position, recompute
+from projections.queries.as_of import marker_at_position, recompute
 from tests.cli.test_explain import LATER, explain, history, job, lines
 from tests.conftest import T0, Store
 

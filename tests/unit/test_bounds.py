@@ -267,7 +267,7 @@ def test_tables_and_trees_escape_control_characters() -> None:
 
 
 def test_history_lines_escape_control_characters() -> None:
-    from projections.history import Entry, line
+    from projections.queries.history import Entry, line
 
     entry = Entry(
         position=1,

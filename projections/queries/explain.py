@@ -26,7 +26,7 @@ from ledger.state import SiteState
 from ledger.store.application import Ledger
 from ledger.store.connections import Connection
 from ledger.usage import bin_count, period_of, period_start
-from projections.as_of import (
+from projections.queries.as_of import (
     Moment,
     Snapshot,
     Snapshots,

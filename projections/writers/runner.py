@@ -24,8 +24,8 @@ from ledger.state import SiteState
 from ledger.store import log_tables
 from ledger.store.application import Ledger, _first_line, unprojectable_errors
 from ledger.store.connections import Connection
-from projections import checkpoints, schema, usage_tables
-from projections.site_tables import write_touched
+from projections.writers import checkpoints, schema, usage_tables
+from projections.writers.site_tables import write_touched
 
 PAGE_SIZE = 500
 PROJECTION = "ledger"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ledger.store.application import Ledger
 from ledger.store.connections import Connection, is_permission_error
-from projections import runner
+from projections.writers import runner
 
 
 def catch_up_if_allowed(ledger: Ledger, conn: Connection) -> str | None:

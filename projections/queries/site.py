@@ -8,7 +8,7 @@ from typing import Any
 from ledger.errors import NotFound
 from ledger.state import CONFIG_KEYS, FACTOR_DEFAULTS
 from ledger.store.connections import Connection
-from projections.schema import (
+from projections.writers.schema import (
     ASSOCIATION_COLUMNS,
     BANK_COLUMNS,
     CONFIG_COLUMNS,

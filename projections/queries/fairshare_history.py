@@ -1,7 +1,7 @@
 """An association's fair-share and usage at every snapshot in a range (`report
 fairshare-history`).
 
-A snapshot is a FairshareUpdated marker; its checkpoint (projections.checkpoints) holds what
+A snapshot is a FairshareUpdated marker; its checkpoint (projections.writers.checkpoints) holds what
 that update-fshare computed for every association, so a year of snapshots is a year of lookups.
 """
 
@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 from ledger.site_usage import AssocKey
 from ledger.store.connections import Connection
-from projections import checkpoints
-from projections.as_of import Moment, Snapshots, in_force_value
+from projections.queries.as_of import Moment, Snapshots, in_force_value
+from projections.writers import checkpoints
 
 
 def markers_between(conn: Connection, start: float | None, end: float | None) -> list[Moment]:

@@ -1,10 +1,10 @@
 """What changed between two moments: compare the read tables materialized at each.
 
 `compare(before, after)` takes two connections holding the read-model tables (as
-projections.as_of.materialize builds them) and returns a `Diff`: per object kind the rows added,
-removed and changed (field -> [old, new]), and the fair-share of every association present at
-both moments whose value or rank changed. Usage columns are not compared (they move with time
-itself); fair-share is, since it is what the scheduler was told.
+projections.queries.as_of.materialize builds them) and returns a `Diff`: per object kind the
+rows added, removed and changed (field -> [old, new]), and the fair-share of every association
+present at both moments whose value or rank changed. Usage columns are not compared (they move
+with time itself); fair-share is, since it is what the scheduler was told.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ledger.store.connections import Connection
-from projections.history import ARROW, show_changes
+from projections.queries.history import ARROW, show_changes
 
 Row = dict[str, Any]
 

@@ -4,7 +4,7 @@ T maps to a log position P through the log index (time is monotone in log order)
 state at P comes from the Site aggregate at its version then (loaded from the nearest snapshot,
 not a replay of all history); usage is computed at T from the jobs recorded up to P; fair-share
 is what the snapshot in force at P left in force, read from its checkpoint
-(projections.checkpoints), or an opening balance's stored value. The result is an in-memory
+(projections.writers.checkpoints), or an opening balance's stored value. The result is an in-memory
 SQLite database with the same tables, so every read query runs on it unchanged.
 Events recorded after T have positions after P, so the answer for T never changes.
 """
@@ -23,9 +23,9 @@ from ledger.site_usage import AssociationUsage, AssocKey, bank_usage, site_fairs
 from ledger.state import SiteState
 from ledger.store.application import Ledger
 from ledger.store.connections import Connection, StoreConfig
-from projections import checkpoints, schema, usage_tables
-from projections.checkpoints import NEW_ASSOCIATION_FAIRSHARE, Entry
-from projections.site_tables import write_touched
+from projections.writers import checkpoints, schema, usage_tables
+from projections.writers.checkpoints import NEW_ASSOCIATION_FAIRSHARE, Entry
+from projections.writers.site_tables import write_touched
 
 
 @dataclass(frozen=True)
