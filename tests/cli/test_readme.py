@@ -37,7 +37,7 @@ def test_the_readme_by_hand_block_runs_verbatim(tmp_path: Path) -> None:
     assert done.stdout.startswith(f"created ledger at sqlite:///{tmp_path / 'site.db'}\n")
     assert "recorded 8, duplicate 0, unmatched 0" in done.stdout + done.stderr
     rows = [line.split() for line in done.stdout.splitlines()]
-    users = {row[1]: row for row in rows if row[0] in ("physics", "chemistry") and len(row) == 6}
+    users = {row[1]: row for row in rows if len(row) == 6 and row[0] in ("physics", "chemistry")}
     assert set(users) == {"alice", "bob", "carol"}
     # Every user has usage from the sample jobs and a fair-share from update-fshare.
     assert all(float(row[4]) > 0 and 0 < float(row[5]) <= 1 for row in users.values())
