@@ -10,7 +10,14 @@ from ledger import bounds
 from ledger.clock import AsOf
 from ledger.errors import InvalidValue, LedgerError, NotFound
 from ledger.flux_accounting import payloads as flux_payloads
-from ledger.priority import PriorityWeights, job_priority, queue_factor
+from ledger.priority import (
+    URGENCY_DEFAULT,
+    URGENCY_EXPEDITE,
+    URGENCY_HOLD,
+    PriorityWeights,
+    job_priority,
+    queue_factor,
+)
 from ledger.store.connections import Connection
 from ledger.usecases.associations import Row, association_row, check_names
 from ledger.usecases.session import Session
@@ -36,13 +43,13 @@ def priority_of(
     username: str,
     bank: str | None = None,
     queue: str | None = None,
-    urgency: int = 16,
+    urgency: int = URGENCY_DEFAULT,
     fairshare: float | None = None,
     as_of: AsOf | None = None,
 ) -> PriorityAnswer:
     """The integer priority a job of USERNAME would get now (or at `as_of`); `fairshare`, if
     given, replaces the one in force (a what-if)."""
-    if not 0 <= urgency <= 31:
+    if not URGENCY_HOLD <= urgency <= URGENCY_EXPEDITE:
         raise InvalidValue(f"invalid urgency: {urgency} (must be 0..31)")
     if fairshare is not None:
         fairshare = bounds.check_float("--fairshare", fairshare, 0.0, 1.0)
