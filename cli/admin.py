@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
-import time
-
 import click
 
 from cli.params import DURATION
 from cli.session import change_options, session
-from ledger.errors import InvalidValue
-from ledger.store import append_only, roles
-from ledger.store.application import Ledger
-from ledger.store.connections import ensure_schema
-from projections.writers import runner
+from ledger.usecases import admin
 
 
 @click.command("create-db")
@@ -54,37 +48,24 @@ def create_db(
     reason: str | None,
 ) -> None:
     """Create a new, empty ledger at --db."""
-    if not 0.0 < decay_factor < 1.0:
-        raise InvalidValue(f"invalid decay factor: {decay_factor} (must be 0 < F < 1)")
-    if priority_decay_half_life <= 0:
-        raise InvalidValue(f"invalid half-life: {priority_decay_half_life} (must be > 0)")
-    s = session(ctx)
-    if group_readable:
-        if s.store.is_postgres:
-            raise InvalidValue("--group-readable is for SQLite; on PostgreSQL use 'grant --reader'")
-        ensure_schema(s.store, group_readable=True)
-    s.create_ledger(
+    where = admin.create_ledger(
+        session(ctx),
         priority_decay_half_life,
         priority_usage_reset_period,
         decay_factor,
-        now=s.now,
-        actor=actor or s.actor,
-        reason=reason or "",
+        group_readable,
+        actor,
+        reason,
     )
-    click.echo(f"created ledger at {s.store.describe()}")
+    click.echo(f"created ledger at {where}")
 
 
 @click.command("rebuild")
 @click.pass_context
 def rebuild(ctx: click.Context) -> None:
     """Drop every read model and rebuild it from the event log."""
-    s = session(ctx)
-    started = time.perf_counter()
-    runner.rebuild(s.ledger, s.conn)
-    position = s.ledger.recorder.max_notification_id()
-    click.echo(
-        f"rebuilt read models to log position {position} in {time.perf_counter() - started:.2f}s"
-    )
+    rebuilt = admin.rebuild(session(ctx))
+    click.echo(f"rebuilt read models to log position {rebuilt.position} in {rebuilt.seconds:.2f}s")
 
 
 @click.command("verify")
@@ -94,11 +75,8 @@ def verify(ctx: click.Context) -> None:
 
     Prints the chain's head (position and link): keep it elsewhere, and a later verify's head
     must extend it. Exit 1 names the first break."""
-    from projections.verify import verify as verify_ledger
-
-    s = session(ctx)
-    started = time.perf_counter()
-    result = verify_ledger(s.ledger, s.conn)
+    report = admin.verify(session(ctx))
+    result = report.verified
     click.echo(
         f"log: {result.events} events linked, head at position {result.head_position} "
         f"link {result.head_link}"
@@ -109,8 +87,7 @@ def verify(ctx: click.Context) -> None:
             "change links them"
         )
     click.echo(
-        f"read models: {result.tables} tables equal a rebuild from the log "
-        f"({time.perf_counter() - started:.2f}s)"
+        f"read models: {result.tables} tables equal a rebuild from the log ({report.seconds:.2f}s)"
     )
 
 
@@ -137,9 +114,7 @@ def grant(
     """PostgreSQL: make each ROLE a member of this schema's reader, writer or admin group
     (fairledger_<schema>_reader|writer|admin, created if missing) and give the groups their
     privileges. Run it as the schema's owner or a superuser; again after adding tables."""
-    store = session(ctx).store
-    tables = append_only.table_names(store)
-    for granted in roles.grant(store, readers, writers, admins, tables):
+    for granted in admin.grant(session(ctx), readers, writers, admins):
         click.echo(f"granted {granted}")
 
 
@@ -162,26 +137,13 @@ def doctor(
 
     Written by an earlier release, such an event stops every command. With --neutralize, record
     that it is set aside (it stays in the log; history shows who, when and why)."""
-    from projections import doctor as ledger_doctor
-
     s = session(ctx)
     if positions:
-        if not (reason or "").strip():
-            raise InvalidValue(
-                "doctor --neutralize needs --reason: say why the events are set aside"
-            )
-        ledger = s.ledger
-        ledger.actor = actor or s.actor
-        for finding in ledger_doctor.neutralize(ledger, positions, reason or ""):
+        for finding in admin.neutralize(s, positions, actor, reason):
             jobs = ", ".join(f"job {i} (cluster {c})" for c, i in finding.jobs)
             click.echo(f"neutralized position {finding.position}: {jobs or finding.summary}")
         return
-    # Read-only: not the session's ledger, which would bring the read models up to date first.
-    ledger = Ledger.open(s.store, conn=s.conn)
-    try:
-        findings = ledger_doctor.diagnose(ledger)
-    finally:
-        ledger.close()
+    findings = admin.diagnose(s)
     if not findings:
         click.echo("no poisoned events")
         return

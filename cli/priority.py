@@ -5,56 +5,23 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
 
 import click
 
 from cli.output import table
 from cli.params import AsOf, as_of_option
 from cli.session import session
-from ledger import bounds
-from ledger.errors import InvalidValue, LedgerError, NotFound
-from ledger.flux_accounting.payloads import PAYLOAD_NAMES, payloads, plugin_config, strict_json
-from ledger.limits import (
-    AssociationCounters,
-    AssociationLimits,
-    JobRequest,
-    LimitsPolicy,
-    QueueCounters,
-    QueueLimits,
-    evaluate_job,
+from ledger.flux_accounting.payloads import PAYLOAD_NAMES, strict_json
+from ledger.usecases import check_job as job_check
+from ledger.usecases.priority import (
+    current_payloads,
+    plugin_config,
+    priority_of,
+    send_priority_update,
 )
-from ledger.priority import PriorityWeights, job_priority, queue_factor
-from ledger.site import csv_items
-from ledger.store.connections import Connection
-from projections.queries import site as queries
 
 EXIT_HELD = 3
 EXIT_REJECTED = 4
-
-
-def _association(conn: Connection, username: str, bank: str | None) -> dict[str, Any]:
-    rows = queries.user_rows(conn, username)
-    wanted = bank or rows[0]["default_bank"]
-    for row in rows:
-        if row["bank"] == wanted:
-            return row
-    raise NotFound(f"user {username} not found in bank {wanted}")
-
-
-def _check_names(**names: str | None) -> None:
-    """Names asked about must be names the ledger could hold (a NUL is refused by PostgreSQL)."""
-    for kind, name in names.items():
-        if name is not None:
-            bounds.check_name(kind, name)
-
-
-def _bank_priority(conn: Connection, bank: str) -> float:
-    return float(queries.bank(conn, bank)["priority"])
-
-
-def _weights(conn: Connection) -> PriorityWeights:
-    return PriorityWeights(**{r["factor"]: int(r["weight"]) for r in queries.factors(conn)})
 
 
 @click.command("priority")
@@ -82,45 +49,24 @@ def priority(
     as_json: bool,
 ) -> None:
     """The integer priority a job of USERNAME would get, factor by factor."""
-    if not 0 <= urgency <= 31:
-        raise InvalidValue(f"invalid urgency: {urgency} (must be 0..31)")
-    if fairshare is not None:
-        fairshare = bounds.check_float("--fairshare", fairshare, 0.0, 1.0)
-    _check_names(username=username, bank=bank, queue=queue)
-    conn = session(ctx).read(as_of)
-    assoc = _association(conn, username, bank)
-    if queue is not None and queue not in {q["queue"] for q in queries.queues(conn)}:
-        raise NotFound(f"queue {queue} not found in queue_table")
-    queue_priorities = {q["queue"]: int(q["priority"]) for q in queries.queues(conn)}
-    share = float(assoc["fairshare"]) if fairshare is None else fairshare
-    result = job_priority(
-        share,
-        queue_factor(queue, queue_priorities),
-        _bank_priority(conn, assoc["bank"]),
-        urgency,
-        _weights(conn),
-    )
-    factors = [
-        {"factor": f.name, "value": f.value, "weight": f.weight, "product": f.product}
-        for f in result.factors
-    ]
+    answer = priority_of(session(ctx), username, bank, queue, urgency, fairshare, as_of)
     if as_json:
         click.echo(
             json.dumps(
                 {
-                    "priority": result.priority,
-                    "username": username,
-                    "bank": assoc["bank"],
-                    "queue": queue,
-                    "urgency": urgency,
-                    "factors": factors,
+                    "priority": answer.priority,
+                    "username": answer.username,
+                    "bank": answer.bank,
+                    "queue": answer.queue,
+                    "urgency": answer.urgency,
+                    "factors": answer.factors,
                 },
                 indent=2,
             )
         )
         return
-    click.echo(table(factors, ["factor", "value", "weight", "product"]))
-    click.echo(f"priority: {result.priority}")
+    click.echo(table(answer.factors, ["factor", "value", "weight", "product"]))
+    click.echo(f"priority: {answer.priority}")
 
 
 @click.command("check-job")
@@ -181,76 +127,22 @@ def check_job(
 ) -> None:
     """Would the plugin accept, hold or reject this job? Exit 0 accepted, 3 held,
     4 rejected."""
-    sizes = {
-        "nodes": nodes,
-        "cores": cores,
-        "active": active,
-        "running": running,
-        "sched": sched,
-        "running-nodes": running_nodes,
-        "running-cores": running_cores,
-        "queue-running": queue_running,
-        "queue-nodes": queue_nodes,
-        "queue-sched": queue_sched,
-        "queue-sched-nodes": queue_sched_nodes,
-        "queue-sched-cores": queue_sched_cores,
-    }
-    for name, value in sizes.items():
-        if value < 0:
-            raise InvalidValue(f"invalid --{name}: {value} (must be >= 0)")
-        bounds.check_int(f"--{name}", value, 0, bounds.COUNT_MAX)
-    _check_names(username=username, bank=bank, queue=queue, project=project)
-    conn = session(ctx).read(as_of)
-    # Unknown queues and projects are not errors here: the plugin's own rules decide
-    # (an unknown queue passes unless deny_unknown_queues; a project must be listed).
-    assoc = _association(conn, username, bank)
-    queue_rows = queries.queues(conn)
-    policy = LimitsPolicy(
-        queues={
-            q["queue"]: QueueLimits(
-                priority=int(q["priority"]),
-                max_running_jobs=int(q["max_running_jobs"]),
-                max_nodes_per_assoc=int(q["max_nodes_per_assoc"]),
-                max_sched_jobs=int(q["max_sched_jobs"]),
-                max_sched_nodes_per_assoc=int(q["max_sched_nodes_per_assoc"]),
-                max_sched_cores_per_assoc=int(q["max_sched_cores_per_assoc"]),
-            )
-            for q in queue_rows
-        },
-        projects=tuple(p["project"] for p in queries.projects(conn)),
-        deny_unknown_queues=queries.config(conn, "deny_unknown_queues")["value"] == "true",
-    )
-    limits = AssociationLimits(
-        userid=int(assoc["userid"]),
-        active=bool(assoc["active"]),
-        queues=tuple(csv_items(assoc["queues"])),
-        projects=tuple(csv_items(assoc["projects"])),
-        max_running_jobs=int(assoc["max_running_jobs"]),
-        max_active_jobs=int(assoc["max_active_jobs"]),
-        max_nodes=int(assoc["max_nodes"]),
-        max_cores=int(assoc["max_cores"]),
-        max_sched_jobs=int(assoc["max_sched_jobs"]),
-    )
-    in_queue = QueueCounters(
-        cur_run_jobs=queue_running,
-        cur_nodes=queue_nodes,
-        cur_sched_jobs=queue_sched,
-        cur_sched_nodes=queue_sched_nodes,
-        cur_sched_cores=queue_sched_cores,
-    )
-    counters = AssociationCounters(
-        cur_active_jobs=active,
-        cur_run_jobs=running,
-        cur_sched_jobs=sched,
-        cur_nodes=running_nodes,
-        cur_cores=running_cores,
-        queue_usage={queue or "": in_queue},
-    )
-    decision = evaluate_job(
-        JobRequest(nnodes=nodes, ncores=cores, queue=queue, project=project),
-        limits,
-        counters,
-        policy,
+    decision = job_check.check_job(
+        session(ctx),
+        job_check.JobToCheck(username, bank, queue, project, nodes, cores),
+        job_check.LiveJobs(
+            active=active,
+            running=running,
+            sched=sched,
+            running_nodes=running_nodes,
+            running_cores=running_cores,
+            queue_running=queue_running,
+            queue_nodes=queue_nodes,
+            queue_sched=queue_sched,
+            queue_sched_nodes=queue_sched_nodes,
+            queue_sched_cores=queue_sched_cores,
+        ),
+        as_of,
     )
     if as_json:
         click.echo(
@@ -273,24 +165,13 @@ def check_job(
         ctx.exit(EXIT_HELD if decision.status == "held" else EXIT_REJECTED)
 
 
-def current_payloads(conn: Connection) -> dict[str, dict[str, Any]]:
-    return payloads(
-        associations=queries.associations(conn),
-        queues=queries.queues(conn),
-        projects=queries.projects(conn),
-        banks=queries.banks(conn, include_inactive=True),
-        factors=queries.factors(conn),
-        config={r["key"]: r["value"] for r in queries.configs(conn)},
-    )
-
-
 @click.command("export-json")
 @as_of_option
 @click.pass_context
 def export_json(ctx: click.Context, as_of: AsOf | None) -> None:
     """The config Flux's mf_priority plugin loads:
     flux jobtap load mf_priority.so "config=$(fairledger export-json)"."""
-    click.echo(strict_json(plugin_config(current_payloads(session(ctx).read(as_of)))))
+    click.echo(strict_json(plugin_config(session(ctx), as_of)))
 
 
 @click.command("export-payloads")
@@ -305,7 +186,7 @@ def export_json(ctx: click.Context, as_of: AsOf | None) -> None:
 @click.pass_context
 def export_payloads(ctx: click.Context, as_of: AsOf | None, directory: str | None) -> None:
     """The priority-update RPC payloads (rec_update, rec_q_update, ...), as sent."""
-    sent = current_payloads(session(ctx).read(as_of))
+    sent = current_payloads(session(ctx), as_of)
     if directory is None:
         click.echo(strict_json(sent, indent=2))
         return
@@ -322,14 +203,7 @@ def export_payloads(ctx: click.Context, as_of: AsOf | None, directory: str | Non
 def priority_update(ctx: click.Context) -> None:
     """Send the payloads to a running Flux instance's mf_priority plugin, then reprioritize
     (what flux-accounting's priority-update does)."""
-    from ledger.flux_accounting.transport import FluxUnavailable, connect, send_priority_update
-
-    try:
-        transport = connect()
-    except FluxUnavailable as err:
-        raise LedgerError(str(err)) from None
-    sent = send_priority_update(transport, current_payloads(session(ctx).read()))
-    click.echo(f"sent {', '.join(sent)}")
+    click.echo(f"sent {', '.join(send_priority_update(session(ctx)))}")
 
 
 COMMANDS = [priority, check_job, export_json, export_payloads, priority_update]

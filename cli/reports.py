@@ -13,12 +13,13 @@ from cli.params import TIME
 from cli.session import session
 from ledger.bounds import printable_lines
 from ledger.clock import iso, to_datetime
-from ledger.errors import InvalidValue, NotFound
+from ledger.errors import InvalidValue
 from ledger.job_ids import format_f58, parse_job_id
 from ledger.priority import URGENCY_EXPEDITE, URGENCY_HOLD
-from projections.queries.as_of import Moment, Snapshots
-from projections.queries.explain import Explanation, UsageBehind, explain_job
-from projections.queries.fairshare_history import HistoryRow, fairshare_history
+from ledger.usecases.reports import explain, fairshare_history_of
+from projections.queries.as_of import Moment
+from projections.queries.explain import Explanation, UsageBehind
+from projections.queries.fairshare_history import HistoryRow
 
 # --- explain-job ---------------------------------------------------------------------------------
 
@@ -40,8 +41,7 @@ def explain_job_command(ctx: click.Context, jobid: str, cluster: str | None, as_
         job_id = parse_job_id(jobid)
     except InvalidValue as err:
         raise click.BadParameter(str(err), param_hint="JOBID") from None
-    s = session(ctx)
-    found = explain_job(s.ledger, s.read(), job_id, cluster, shown=jobid)
+    found = explain(session(ctx), job_id, cluster, shown=jobid)
     if as_json:
         click.echo(json.dumps(_explanation_json(found), indent=2))
     else:
@@ -284,22 +284,14 @@ def fairshare_history_command(
     fair-share = rank / N of the weighted walk over the site as it stood."""
     if start is not None and end is not None and start > end:
         raise click.BadParameter(f"--from {iso(start)} is after --to {iso(end)}")
-    s = session(ctx)
-    conn = s.read()
-    current = s.ledger.state()
-    if bank is None:
-        bank = current.default_banks.get(username)
-        if bank is None:
-            raise NotFound(f"user {username} not found in association_table")
-    rows = fairshare_history(Snapshots(s.ledger, conn), (username, bank), start, end)
-    if not rows and current.association(username, bank) is None:
-        raise NotFound(f"user {username} not found in bank {bank}")
+    history = fairshare_history_of(session(ctx), username, bank, start, end)
+    rows = history.rows
     shown = [_history_row(row) for row in rows]
     if not rows:
         span = f"from {iso(start) if start is not None else 'the start'} to " + (
             iso(end) if end is not None else "now"
         )
-        click.echo(f"no fair-share snapshot of {username}/{bank} {span}", err=True)
+        click.echo(f"no fair-share snapshot of {history.username}/{history.bank} {span}", err=True)
     if as_json:
         click.echo(json.dumps(shown, indent=2))
     else:
@@ -310,7 +302,7 @@ def fairshare_history_command(
             click.echo(f"nothing to plot: {plot} not written", err=True)
             return
         try:
-            _plot(rows, f"{username}/{bank}", plot)
+            _plot(rows, f"{history.username}/{history.bank}", plot)
         except OSError as err:
             raise click.FileError(plot, hint=err.strerror or str(err)) from None
         click.echo(f"wrote {plot}", err=True)

@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
-from datetime import datetime, timedelta
+from datetime import datetime
 
 import click
 
 from cli.params import TIME
 from cli.session import change_options, session
 from ledger.bounds import printable
-from ledger.clock import iso
-from ledger.errors import InvalidValue
 from ledger.site import Site, Stamp
-from ledger.site_usage import AssociationResolver
-from projections.queries import jobs as job_queries
-
-DEFAULT_SIZE_BINS = (0, 2, 8, 32, 128, 512, 2048, 8192)
+from ledger.usecases.usage_report import (
+    DEFAULT_SIZE_BINS,
+    ReportType,
+    TimeUnit,
+    UsageReport,
+    usage_report,
+)
 
 
 @click.command("update-usage")
@@ -63,17 +63,17 @@ def clear_usage(
     reason: str | None,
 ) -> None:
     """Stop counting the past jobs of every association under BANK (recursively)."""
-    s = session(ctx)
 
-    def command(site, stamp):  # type: ignore[no-untyped-def]
+    def command(site: Site, stamp: Stamp) -> None:
         cutoff = stamp.at.timestamp() if ignore_older_than is None else ignore_older_than
         for bank in banks:
             site.clear_usage(stamp, bank, cutoff)
 
-    s.change(command, reason, actor)
+    session(ctx).change(command, reason, actor)
 
 
 def _size_bins(text: str | None) -> tuple[int, ...] | None:
+    """--job-size-bins: parsed before the ledger is read, as click parses every other option."""
     if text is None:
         return None
     if not text[:1].isdigit():
@@ -121,48 +121,28 @@ def view_usage_report(
     end: float | None,
     username: str | None,
     bank: str | None,
-    report_type: str,
-    time_unit: str,
+    report_type: ReportType,
+    time_unit: TimeUnit,
     job_size_bins: str | None,
 ) -> None:
     """Node-time used per association, bank or user between two times (sreport-like)."""
-    s = session(ctx)
-    conn = s.read()
-    midnight = datetime.fromtimestamp(s.ledger.now().timestamp()).replace(
-        hour=0, minute=0, second=0, microsecond=0
-    )
-    end = midnight.timestamp() if end is None else end
-    start = (midnight - timedelta(days=1)).timestamp() if start is None else start
-    if end < start:
-        raise InvalidValue(f"invalid range: end {iso(end)} is before start {iso(start)}")
-    divisor = {"sec": 1.0, "min": 60.0, "hour": 3600.0}[time_unit]
     bins = _size_bins(job_size_bins)
-    resolver = AssociationResolver(s.ledger.state())
-    totals: dict[str, list[float]] = defaultdict(lambda: [0.0] * (len(bins or ()) + 1))
-    for job in job_queries.usage_report_jobs(conn, start, end):
-        key = resolver.resolve(job["userid"], job["username"], job["bank"])
-        user, job_bank = key if key else (job["username"] or str(job["userid"]), job["bank"] or "")
-        if (username and user != username) or (bank and job_bank != bank):
-            continue
-        label = {"byassociation": f"{job_bank}:{user}", "bybank": job_bank, "byuser": user}[
-            report_type
-        ]
-        value = job["nnodes"] * (job["t_inactive"] - job["t_run"]) / divisor
-        row = totals[label]
-        if bins:
-            slot = max((i for i, b in enumerate(bins) if b <= job["nnodes"]), default=0)
-            row[slot] += value
-        row[-1] += value
-    header = {"byassociation": "bank:username", "bybank": "bank", "byuser": "username"}
+    report = usage_report(session(ctx), start, end, username, bank, report_type, time_unit, bins)
+    click.echo("\n".join(printable(line) for line in _report_lines(report)))
+
+
+HEADERS = {"byassociation": "bank:username", "bybank": "bank", "byuser": "username"}
+
+
+def _report_lines(report: UsageReport) -> list[str]:
     lines = [
-        f"{header[report_type]:<26}" + "".join(f"{b:>13d}+" for b in bins or ()) + f"{'total':>14}"
+        f"{HEADERS[report.report_type]:<26}"
+        + "".join(f"{b:>13d}+" for b in report.size_bins)
+        + f"{'total':>14}"
     ]
-    grand = [0.0] * (len(bins or ()) + 1)
-    for label, row in sorted(totals.items(), key=lambda item: (-item[1][-1], item[0])):
-        lines.append(f"{label:<26}" + "".join(f"{v:>14.2f}" for v in row))
-        grand = [a + b for a, b in zip(grand, row, strict=True)]
-    lines.append(f"{'TOTAL':<26}" + "".join(f"{v:>14.2f}" for v in grand))
-    click.echo("\n".join(printable(line) for line in lines))
+    for row in [*report.rows, report.total]:
+        lines.append(f"{row.label:<26}" + "".join(f"{v:>14.2f}" for v in row.values))
+    return lines
 
 
 COMMANDS = [update_usage, update_fshare, clear_usage, view_usage_report]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pwd
 from typing import Any
 
 import click
@@ -11,17 +10,11 @@ from cli.output import Output, output_options
 from cli.params import LIMIT, AsOf, as_of_option
 from cli.session import change_options, session
 from ledger.bounds import printable
+from ledger.usecases import users
 from projections.queries import site as queries
 from projections.writers.schema import ASSOCIATION_COLUMNS
 
 BIN_COLUMNS = ["username", "bank", "job_usage", "bins"]
-
-
-def _os_userid(username: str) -> int | None:
-    try:
-        return pwd.getpwnam(username).pw_uid
-    except (KeyError, ValueError):  # ValueError: a NUL in the name, which add-user refuses
-        return None
 
 
 def association_options(limit_type: Any) -> Any:
@@ -70,10 +63,7 @@ def add_user(
     **given: Any,
 ) -> None:
     """Add an association (USERNAME in BANK), or reactivate it with the values given."""
-    os_uid = _os_userid(username) if userid is None else None
-    session(ctx).change(
-        lambda s, st: s.add_user(st, username, bank, userid, given, os_userid=os_uid), reason, actor
-    )
+    users.add_user(session(ctx), username, bank, userid, given, actor, reason)
 
 
 @click.command("edit-user")
