@@ -12,6 +12,7 @@ from ledger.errors import InvalidValue
 from ledger.store import append_only, roles
 from ledger.store.application import Ledger
 from ledger.store.connections import ensure_schema
+from ledger.usage import DEFAULT_DECAY_FACTOR
 from projections.writers import runner
 
 
@@ -33,7 +34,7 @@ from projections.writers import runner
 @click.option(
     "--decay-factor",
     type=float,
-    default=0.5,
+    default=DEFAULT_DECAY_FACTOR,
     show_default=True,
     help="Weight of each older period relative to the next (0 < F < 1).",
 )

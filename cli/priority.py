@@ -25,7 +25,7 @@ from ledger.limits import (
     evaluate_job,
 )
 from ledger.priority import PriorityWeights, job_priority, queue_factor
-from ledger.site import csv_items
+from ledger.state import csv_items
 from ledger.store.connections import Connection
 from projections.queries import site as queries
 

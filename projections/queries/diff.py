@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ledger.limits import ASSOCIATION_LIMIT_FIELDS
 from ledger.store.connections import Connection
 from projections.queries.history import ARROW, show_changes
 
@@ -32,11 +33,7 @@ SECTIONS: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
             "userid",
             "default_bank",
             "shares",
-            "max_running_jobs",
-            "max_active_jobs",
-            "max_nodes",
-            "max_cores",
-            "max_sched_jobs",
+            *ASSOCIATION_LIMIT_FIELDS,
             "queues",
             "projects",
             "default_project",

@@ -32,8 +32,9 @@ from ledger.bounds import printable
 from ledger.clock import iso
 from ledger.errors import NotFound
 from ledger.joblog import JobLog
+from ledger.limits import is_unlimited
 from ledger.site import ON_BEHALF_OF
-from ledger.state import ASSOCIATION_DEFAULTS, INTEGER_MAX, QUEUE_DEFAULTS
+from ledger.state import ASSOCIATION_DEFAULTS, QUEUE_DEFAULTS
 from ledger.store.application import Ledger
 from ledger.store.connections import Connection
 
@@ -348,7 +349,7 @@ def show(field_name: str, value: Any) -> str:
         return "true" if value else "false"
     if field_name.split(".")[-1] in TIME_FIELDS and isinstance(value, int | float):
         return iso(float(value)) if value else "(none)"
-    if type(value) is int and value == INTEGER_MAX:
+    if is_unlimited(value):
         return "unlimited"
     if value == "":
         return '""'
