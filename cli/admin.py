@@ -6,6 +6,7 @@ import time
 
 import click
 
+from cli.doctor_text import finding_line
 from cli.params import DURATION
 from cli.session import change_options, session
 from ledger.errors import InvalidValue
@@ -187,7 +188,7 @@ def doctor(
         click.echo("no poisoned events")
         return
     for finding in findings:
-        click.echo(finding.line())
+        click.echo(finding_line(finding))
     click.echo(
         f"{len(findings)} poisoned event{'' if len(findings) == 1 else 's'}: set them aside with "
         "fairledger doctor "
