@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import click
 
+from cli.doctor_text import finding_line
 from cli.params import DURATION
 from cli.session import change_options, session
+from ledger.usage import DEFAULT_DECAY_FACTOR
 from ledger.usecases import admin
 
 
@@ -27,7 +29,7 @@ from ledger.usecases import admin
 @click.option(
     "--decay-factor",
     type=float,
-    default=0.5,
+    default=DEFAULT_DECAY_FACTOR,
     show_default=True,
     help="Weight of each older period relative to the next (0 < F < 1).",
 )
@@ -148,7 +150,7 @@ def doctor(
         click.echo("no poisoned events")
         return
     for finding in findings:
-        click.echo(finding.line())
+        click.echo(finding_line(finding))
     click.echo(
         f"{len(findings)} poisoned event{'' if len(findings) == 1 else 's'}: set them aside with "
         "fairledger doctor "

@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from cli.audit_text import diff_lines, history_line
 from cli.params import AS_OF, AsOf
 from cli.session import Session, session
 from ledger.bounds import printable
@@ -120,7 +121,7 @@ def history(
         click.echo(f"no events for {selector.describe()}", err=True)
         return
     for entry in entries:
-        click.echo(history_view.line(entry))
+        click.echo(history_line(entry))
 
 
 def _moment_json(moment: as_of_view.Moment) -> dict[str, Any]:
@@ -167,7 +168,7 @@ def diff(ctx: click.Context, from_: AsOf, to: AsOf | None, as_json: bool) -> Non
     if not result:
         click.echo("no changes", err=True)
         return
-    for text in diff_view.lines(result):
+    for text in diff_lines(result):
         click.echo(printable(text))
 
 

@@ -12,7 +12,9 @@ import click
 
 from ledger.bounds import printable
 from ledger.errors import InvalidValue
-from ledger.state import INTEGER_MAX
+from ledger.limits import is_unlimited
+
+UNLIMITED_TEXT = "unlimited"  # how a limit at ledger.limits.UNLIMITED is shown and exported
 
 
 def output_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -75,15 +77,15 @@ class Output:
 def display_value(column: str, value: Any) -> str:
     if column == "active":
         return "true" if value else "false"
-    if value == INTEGER_MAX and isinstance(value, int) and not isinstance(value, bool):
-        return "unlimited"
+    if is_unlimited(value):
+        return UNLIMITED_TEXT
     # Names written before ledger.bounds refused control characters must not drive the
     # terminal or forge a row: they are shown escaped.
     return printable(str(value))
 
 
 def json_row(row: dict[str, Any]) -> dict[str, Any]:
-    return {k: ("unlimited" if v == INTEGER_MAX and type(v) is int else v) for k, v in row.items()}
+    return {k: (UNLIMITED_TEXT if is_unlimited(v) else v) for k, v in row.items()}
 
 
 def table(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:

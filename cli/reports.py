@@ -14,6 +14,7 @@ from cli.session import session
 from ledger.bounds import printable_lines
 from ledger.clock import iso, to_datetime
 from ledger.errors import InvalidValue
+from ledger.fairshare_in_force import NEW_ASSOCIATION_FAIRSHARE
 from ledger.job_ids import format_f58, parse_job_id
 from ledger.priority import URGENCY_EXPEDITE, URGENCY_HOLD
 from ledger.usecases.reports import explain, fairshare_history_of
@@ -185,10 +186,12 @@ def _fairshare_line(e: Explanation) -> str:
             "in force until an update-fshare ranks it"
         )
     if e.snapshot is None:
-        return f"fair-share {e.fairshare}: no fair-share snapshot yet (a new association has 0.5)"
+        new = NEW_ASSOCIATION_FAIRSHARE
+        return f"fair-share {e.fairshare}: no fair-share snapshot yet (a new association has {new})"
     at = f"the snapshot of {iso(e.snapshot.event_time)} (log position {e.snapshot.position})"
     if e.source is None:
-        return f"fair-share {e.fairshare}: {user}/{bank} is newer than {at}, so it has 0.5"
+        new = NEW_ASSOCIATION_FAIRSHARE
+        return f"fair-share {e.fairshare}: {user}/{bank} is newer than {at}, so it has {new}"
     rank = f"rank {e.rank} of {e.ranked}"
     if e.source.position == e.snapshot.position:
         return f"fair-share {e.fairshare}: {at}, {rank}"

@@ -10,6 +10,7 @@ from cli.output import Output, output_options
 from cli.params import LIMIT, AsOf, as_of_option
 from cli.session import change_options, session
 from ledger.bounds import printable
+from ledger.limits import ASSOCIATION_LIMIT_FIELDS
 from ledger.usecases import users
 from projections.queries import site as queries
 from projections.writers.schema import ASSOCIATION_COLUMNS
@@ -179,14 +180,7 @@ def list_users(
     **filters: Any,
 ) -> None:
     """List associations, filtered (filters are ANDed; a comma list matches any value)."""
-    for name in (
-        "shares",
-        "max_running_jobs",
-        "max_active_jobs",
-        "max_nodes",
-        "max_cores",
-        "max_sched_jobs",
-    ):
+    for name in ("shares", *ASSOCIATION_LIMIT_FIELDS):
         value = filters.get(name)
         if value is not None:
             for item in str(value).split(","):

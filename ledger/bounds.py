@@ -61,7 +61,7 @@ from ledger.errors import InvalidValue, OutOfRange
 
 # --- integers ------------------------------------------------------------------------------------
 INT32_MIN = -(2**31)  # PostgreSQL INTEGER
-INT32_MAX = 2**31 - 1  # PostgreSQL INTEGER; flux-accounting's "unlimited"
+INT32_MAX = 2**31 - 1  # PostgreSQL INTEGER; flux-accounting's "unlimited" (limits.UNLIMITED)
 INT64_MIN = -(2**63)  # PostgreSQL BIGINT, SQLite INTEGER
 INT64_MAX = 2**63 - 1
 UINT32_MAX = 2**32 - 1  # Flux user ids

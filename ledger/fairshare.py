@@ -174,32 +174,61 @@ def bank_usage(bank: BankNode) -> float:
     return math.fsum(user.usage for user in iter_users(bank))
 
 
-def compute_fairshare(root: BankNode) -> dict[tuple[str, str], float]:
-    """The fair-share of every association in the tree, keyed by (username, bank).
+@dataclass(frozen=True)
+class Ranking:
+    """The walk's outcome: each association's rank, in walk order (best first), out of N.
 
-    The mapping is in walk order (best first). A tree without users gives an empty mapping.
-    Raises InvalidValue if a bank name appears twice, if a user's `bank` is not the bank that
-    holds it, or if a bank holds the same username twice.
+    The rank counts down from N (the best) and tied associations share the higher one; the
+    fair-share is rank / N rounded as flux stores it. Kept as ranks because rounding can merge
+    two ranks of a large site into one value: a rank read back from the value would be wrong.
+    """
+
+    ranks: dict[tuple[str, str], int]
+    ranked_of: int  # N: every association of the tree
+
+    def fairshare(self) -> dict[tuple[str, str], float]:
+        """Each association's fair-share, in walk order."""
+        return {key: fairshare_of_rank(rank, self.ranked_of) for key, rank in self.ranks.items()}
+
+
+def fairshare_of_rank(rank: int, ranked_of: int) -> float:
+    """rank / N, rounded to the six decimals flux keeps."""
+    return round(rank / ranked_of, FAIRSHARE_DECIMALS)
+
+
+def rank_associations(root: BankNode) -> Ranking:
+    """Walk the tree: every association's rank (see the module's docstring).
+
+    A tree without users gives no ranks. Raises InvalidValue if a bank name appears twice, if
+    a user's `bank` is not the bank that holds it, or if a bank holds the same username twice.
     """
     _check_tree(root)
     total_users = sum(1 for _ in iter_users(root))
     if total_users == 0:
-        return {}
+        return Ranking({}, 0)
     walk = _WeightedWalk(total_users, _subtree_usages(root))
     walk.visit_bank(root)
-    return walk.fairshare
+    return Ranking(walk.ranks, total_users)
+
+
+def compute_fairshare(root: BankNode) -> dict[tuple[str, str], float]:
+    """The fair-share of every association in the tree, keyed by (username, bank).
+
+    The mapping is in walk order (best first). A tree without users gives an empty mapping.
+    Raises InvalidValue as rank_associations does.
+    """
+    return rank_associations(root).fairshare()
 
 
 class _WeightedWalk:
     """One run of the walk: the rank counts down from N as users are visited."""
 
     def __init__(self, total_users: int, usage_by_bank: dict[str, float]) -> None:
-        self.total_users = total_users
         self.usage_by_bank = usage_by_bank
         self.rank = total_users
         # How many users before the current one share its rank (they are tied with it).
         self.stride = 0
-        self.fairshare: dict[tuple[str, str], float] = {}
+        self.ranks: dict[tuple[str, str], int] = {}
 
     def visit_bank(self, bank: BankNode) -> None:
         self.visit_siblings(rank_siblings(self.weigh_children(bank)))
@@ -239,8 +268,7 @@ class _WeightedWalk:
                 self.visit_bank(member)
 
     def assign(self, user: UserLeaf, tied_with_next: bool) -> None:
-        value = self.rank / self.total_users
-        self.fairshare[(user.username, user.bank)] = round(value, FAIRSHARE_DECIMALS)
+        self.ranks[(user.username, user.bank)] = self.rank
         if tied_with_next:
             self.stride += 1
         else:

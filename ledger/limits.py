@@ -13,7 +13,27 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-INT_MAX = 2147483647  # flux-accounting's "unlimited" default for node, core and sched limits
+from ledger.bounds import INT32_MAX
+
+# flux-accounting's "unlimited": the default of node, core and sched limits, printed as
+# "unlimited". It is the largest value its INTEGER columns and the plugin's fields hold.
+UNLIMITED = INT32_MAX
+
+
+def is_unlimited(value: object) -> bool:
+    """Whether a stored limit reads "unlimited" (an int, never a float or a bool that equals it)."""
+    return type(value) is int and value == UNLIMITED
+
+
+# An association's limits, in flux-accounting's column order: edit-user takes -1 or
+# "unlimited" for each, and the tables, filters and diffs carry them in this order.
+ASSOCIATION_LIMIT_FIELDS = (
+    "max_running_jobs",
+    "max_active_jobs",
+    "max_nodes",
+    "max_cores",
+    "max_sched_jobs",
+)
 
 # Reject messages, printf-style and byte for byte as the plugin sends them.
 MSG_UNKNOWN_ASSOCIATION = "cannot find user/bank or user/default bank entry for uid: %i"
@@ -60,9 +80,9 @@ class AssociationLimits:
     projects: tuple[str, ...] = ("*",)
     max_running_jobs: int = 5
     max_active_jobs: int = 7
-    max_nodes: int = INT_MAX
-    max_cores: int = INT_MAX
-    max_sched_jobs: int = INT_MAX
+    max_nodes: int = UNLIMITED
+    max_cores: int = UNLIMITED
+    max_sched_jobs: int = UNLIMITED
 
 
 @dataclass(frozen=True)
@@ -71,10 +91,10 @@ class QueueLimits:
 
     priority: int = 0
     max_running_jobs: int = 100
-    max_nodes_per_assoc: int = INT_MAX
-    max_sched_jobs: int = INT_MAX
-    max_sched_nodes_per_assoc: int = INT_MAX
-    max_sched_cores_per_assoc: int = INT_MAX
+    max_nodes_per_assoc: int = UNLIMITED
+    max_sched_jobs: int = UNLIMITED
+    max_sched_nodes_per_assoc: int = UNLIMITED
+    max_sched_cores_per_assoc: int = UNLIMITED
 
 
 @dataclass(frozen=True)
@@ -264,7 +284,7 @@ def _larger_than_queue_allows(job: JobRequest, policy: LimitsPolicy) -> str | No
 
 def _larger_than_association_allows(job: JobRequest, association: AssociationLimits) -> str | None:
     # A job that could never fit, even with nothing else running, is rejected rather than held
-    # forever. A limit of 0 is a real limit here, as in the plugin (the default is INT_MAX).
+    # forever. A limit of 0 is a real limit here, as in the plugin (the default is UNLIMITED).
     if job.nnodes <= association.max_nodes and job.ncores <= association.max_cores:
         return None
     return MSG_ASSOCIATION_MAX_RESOURCES % (
@@ -280,7 +300,7 @@ def _larger_than_association_allows(job: JobRequest, association: AssociationLim
 
 def _known_queue(job: JobRequest, policy: LimitsPolicy) -> QueueLimits | None:
     # Queue limits apply only to queues the ledger knows; the plugin skips unknown queues (or, for
-    # max-run-jobs-queue, compares against a default of INT_MAX, which comes to the same).
+    # max-run-jobs-queue, compares against a default of UNLIMITED, which comes to the same).
     return None if job.queue is None else policy.queues.get(job.queue)
 
 

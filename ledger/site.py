@@ -23,6 +23,7 @@ from ledger import import_events as iev
 from ledger.bounds import check_float, check_int, check_text
 from ledger.durations import format_seconds, parse_duration
 from ledger.errors import AlreadyExists, InvalidValue, NotFound
+from ledger.limits import ASSOCIATION_LIMIT_FIELDS
 from ledger.reducers import fold
 from ledger.state import (
     ASSOCIATION_DEFAULTS,
@@ -31,11 +32,11 @@ from ledger.state import (
     QUEUE_DEFAULTS,
     Association,
     SiteState,
+    csv_items,
 )
 
 SITE_ID = uuid5(NAMESPACE_URL, "fairledger:site")
 UNLIMITED_WORDS = ("-1", "unlimited")
-LIMIT_FIELDS = ("max_running_jobs", "max_active_jobs", "max_nodes", "max_cores", "max_sched_jobs")
 
 
 # The source key that keeps who a PostgreSQL session's role acted for (ledger.store.roles).
@@ -66,10 +67,6 @@ class Stamp:
             "reason": self.reason,
             "source": dict(self.source),
         }
-
-
-def csv_items(text: str) -> list[str]:
-    return [item for item in (part.strip() for part in text.split(",")) if item]
 
 
 class Site(Aggregate):
@@ -400,7 +397,7 @@ class Site(Aggregate):
             if name == "shares":
                 _check_shares(int(value))
                 out[name] = int(value)
-            elif name in LIMIT_FIELDS:
+            elif name in ASSOCIATION_LIMIT_FIELDS:
                 _check_non_negative(name, int(value))
                 out[name] = int(value)
             elif name == "queues":

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from ledger.fairshare import BankNode, UserLeaf, compute_fairshare
+from ledger.fairshare import BankNode, Ranking, UserLeaf, rank_associations
 from ledger.state import SiteState
 from ledger.usage import UsageParams, bin_count, decay_bins, period_of, usage_bins
 
@@ -159,8 +159,14 @@ def fairshare_tree(state: SiteState, usage: dict[AssocKey, AssociationUsage]) ->
     return node(root.bank)
 
 
+def site_ranking(state: SiteState, usage: dict[AssocKey, AssociationUsage]) -> Ranking:
+    """The weighted walk over the site's active tree: every active association's rank."""
+    tree = fairshare_tree(state, usage)
+    return rank_associations(tree) if tree is not None else Ranking({}, 0)
+
+
 def site_fairshare(
     state: SiteState, usage: dict[AssocKey, AssociationUsage]
 ) -> dict[AssocKey, float]:
-    tree = fairshare_tree(state, usage)
-    return compute_fairshare(tree) if tree is not None else {}
+    """The walk's fair-share of every active association."""
+    return site_ranking(state, usage).fairshare()

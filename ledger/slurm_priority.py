@@ -32,6 +32,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from ledger.bounds import INT32_MAX
 from ledger.errors import InvalidValue
 
 NICE_OFFSET = 0x80000000
@@ -265,7 +266,7 @@ class ClusterSize:
     cpus: int
 
     def __post_init__(self) -> None:
-        _check_uint("cluster node count", self.nodes, 2**31 - 1)
+        _check_uint("cluster node count", self.nodes, INT32_MAX)  # an int in Slurm
         _check_uint("cluster CPU count", self.cpus, UINT32_MAX)
 
 

@@ -9,7 +9,7 @@ The tree, as Slurm builds it:
 * `root` is the cluster association. Accounts hang below root or below another account; user
   associations (one per (user, account)) are leaves below an account or directly below root. An
   account may hold users and sub-accounts together.
-* Raw shares are a uint32; `Fairshare=parent` is stored as `SLURMDB_FS_USE_PARENT` (0x7FFFFFFF),
+* Raw shares are a uint32; `Fairshare=parent` is stored as SLURMDB_FS_USE_PARENT (0x7FFFFFFF),
   which is `PARENT` here.
 * Every association has two parents (`_set_assoc_parent_and_user`): the direct parent (usage is
   summed along it) and the *fair-share parent*, which is
@@ -52,11 +52,10 @@ import numpy as np
 
 from ledger.errors import InvalidValue
 
-SLURMDB_FS_USE_PARENT: int = 0x7FFFFFFF
-"""`Fairshare=parent` as Slurm stores it in `shares_raw` (sacctmgr shows it as `parent`)."""
-
-PARENT: int = SLURMDB_FS_USE_PARENT
-"""Raw shares meaning `Fairshare=parent`: pass this as an account's or user's shares."""
+PARENT: int = 0x7FFFFFFF
+"""Raw shares meaning `Fairshare=parent`: Slurm's SLURMDB_FS_USE_PARENT, as it stores it in
+`shares_raw` (sacctmgr shows it as `parent`). Pass this as an account's or user's shares. Not
+flux-accounting's "unlimited" (ledger.limits.UNLIMITED), though the number is the same."""
 
 NO_VAL: int = 0xFFFFFFFE
 INFINITE: int = 0xFFFFFFFF

@@ -9,19 +9,19 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from ledger.bounds import INT32_MAX as INTEGER_MAX  # flux-accounting's "unlimited"
+from ledger.limits import UNLIMITED
 
 # Defaults of flux-accounting's association_table and queue_table (research §2).
 ASSOCIATION_DEFAULTS: dict[str, Any] = {
     "shares": 1,
     "max_running_jobs": 5,
     "max_active_jobs": 7,
-    "max_nodes": INTEGER_MAX,
-    "max_cores": INTEGER_MAX,
+    "max_nodes": UNLIMITED,
+    "max_cores": UNLIMITED,
     "queues": "",
     "projects": "*",
     "default_project": "*",
-    "max_sched_jobs": INTEGER_MAX,
+    "max_sched_jobs": UNLIMITED,
 }
 QUEUE_DEFAULTS: dict[str, int] = {
     "min_nodes_per_job": 1,
@@ -29,12 +29,12 @@ QUEUE_DEFAULTS: dict[str, int] = {
     "max_time_per_job": 60,
     "priority": 0,
     "max_running_jobs": 100,
-    "max_nodes_per_assoc": INTEGER_MAX,
-    "max_sched_jobs": INTEGER_MAX,
-    "max_sched_nodes_per_assoc": INTEGER_MAX,
-    "max_sched_cores_per_assoc": INTEGER_MAX,
-    "max_nodes": INTEGER_MAX,
-    "max_cores": INTEGER_MAX,
+    "max_nodes_per_assoc": UNLIMITED,
+    "max_sched_jobs": UNLIMITED,
+    "max_sched_nodes_per_assoc": UNLIMITED,
+    "max_sched_cores_per_assoc": UNLIMITED,
+    "max_nodes": UNLIMITED,
+    "max_cores": UNLIMITED,
 }
 FACTOR_DEFAULTS: dict[str, int] = {"fairshare": 100000, "queue": 10000, "bank": 0, "urgency": 1000}
 CONFIG_KEYS = (
@@ -46,6 +46,12 @@ CONFIG_KEYS = (
     "gpu_weight",
     "deny_unknown_queues",
 )
+
+
+def csv_items(text: str) -> list[str]:
+    """The items of a comma list, as an association's `queues` and `projects` hold them:
+    blanks around an item are dropped, and so are empty items ("a,,b " is a and b)."""
+    return [item for item in (part.strip() for part in text.split(",")) if item]
 
 
 @dataclass
@@ -70,12 +76,12 @@ class Association:
     shares: int = 1
     max_running_jobs: int = 5
     max_active_jobs: int = 7
-    max_nodes: int = INTEGER_MAX
-    max_cores: int = INTEGER_MAX
+    max_nodes: int = UNLIMITED
+    max_cores: int = UNLIMITED
     queues: str = ""
     projects: str = "*"
     default_project: str = "*"
-    max_sched_jobs: int = INTEGER_MAX
+    max_sched_jobs: int = UNLIMITED
     # clear-usage: jobs of this association that ended at or before this time stop counting.
     ignore_older_than: float = 0.0
 
@@ -88,12 +94,12 @@ class Queue:
     max_time_per_job: int = 60
     priority: int = 0
     max_running_jobs: int = 100
-    max_nodes_per_assoc: int = INTEGER_MAX
-    max_sched_jobs: int = INTEGER_MAX
-    max_sched_nodes_per_assoc: int = INTEGER_MAX
-    max_sched_cores_per_assoc: int = INTEGER_MAX
-    max_nodes: int = INTEGER_MAX
-    max_cores: int = INTEGER_MAX
+    max_nodes_per_assoc: int = UNLIMITED
+    max_sched_jobs: int = UNLIMITED
+    max_sched_nodes_per_assoc: int = UNLIMITED
+    max_sched_cores_per_assoc: int = UNLIMITED
+    max_nodes: int = UNLIMITED
+    max_cores: int = UNLIMITED
 
 
 @dataclass

@@ -18,7 +18,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from ledger import events as ev
@@ -61,11 +60,6 @@ class Finding:
     @property
     def summary(self) -> str:
         return f"{self.event} {self.subject}".rstrip()
-
-    def line(self) -> str:
-        when = datetime.fromtimestamp(self.at, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        by = f" by {self.actor}" if self.actor else ""
-        return f"position {self.position}  {when}  {self.summary}{by}: {self.problem}"
 
 
 def diagnose(ledger: Ledger) -> list[Finding]:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ledger.errors import InvalidValue, LedgerError, ProblemList
+from ledger.fairshare_in_force import NEW_ASSOCIATION_FAIRSHARE
 from ledger.flux_accounting.db_import import AssociationPlan, event_order
 from ledger.flux_accounting.tables import (
     TABLE_COLUMNS,
@@ -257,7 +258,10 @@ class _Loader:
                 + "\n  ".join(self.errors)
             )
         self.loaded.notes += self.checked.notes
-        if any(job_usage != 0.0 or fairshare != 0.5 for _u, _b, job_usage, fairshare in self.shown):
+        if any(
+            job_usage != 0.0 or fairshare != NEW_ASSOCIATION_FAIRSHARE
+            for _u, _b, job_usage, fairshare in self.shown
+        ):
             self.site.import_usage_balance(self.stamp, self.entries, self.shown)
 
 

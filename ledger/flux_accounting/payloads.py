@@ -9,8 +9,9 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ledger.bounds import INT32_MAX as INTEGER_MAX
 from ledger.errors import InvalidValue
+from ledger.fairshare_in_force import NEW_ASSOCIATION_FAIRSHARE
+from ledger.limits import UNLIMITED
 
 Row = Mapping[str, Any]
 QUEUE_FIELDS = (
@@ -63,7 +64,7 @@ def owner_entry(userid: int, username: str) -> dict[str, Any]:
         "userid": userid,
         "bank": username,
         "def_bank": username,
-        "fairshare": 0.5,
+        "fairshare": NEW_ASSOCIATION_FAIRSHARE,
         "max_running_jobs": OWNER_LIMIT,
         "max_active_jobs": OWNER_LIMIT,
         "max_nodes": OWNER_LIMIT,
@@ -72,7 +73,7 @@ def owner_entry(userid: int, username: str) -> dict[str, Any]:
         "active": 1,
         "projects": "*",
         "def_project": "*",
-        "max_sched_jobs": INTEGER_MAX,
+        "max_sched_jobs": UNLIMITED,
     }
 
 

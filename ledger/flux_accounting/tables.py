@@ -12,7 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ledger.state import ASSOCIATION_DEFAULTS, FACTOR_DEFAULTS, QUEUE_DEFAULTS
+from ledger.fairshare_in_force import NEW_ASSOCIATION_FAIRSHARE
+from ledger.limits import ASSOCIATION_LIMIT_FIELDS
+from ledger.state import ASSOCIATION_DEFAULTS, FACTOR_DEFAULTS, QUEUE_DEFAULTS, csv_items
 
 # The layout of flux-accounting's current schema (v38), the columns export-db writes.
 BANK_COLUMNS = [
@@ -77,7 +79,6 @@ FLUX_CONFIG_DEFAULTS: dict[str, str] = {
     "gpu_weight": "0.0",
     "deny_unknown_queues": "false",
 }
-LIMIT_COLUMNS = ("max_running_jobs", "max_active_jobs", "max_nodes", "max_cores", "max_sched_jobs")
 DEFAULT_USERID = 65534  # association_table.userid's column default
 
 
@@ -174,10 +175,6 @@ def _as_integer(value: Any) -> int | None:
         return int(number) if number.is_integer() else None
 
 
-def csv_list(text: str) -> list[str]:
-    return [item for item in (part.strip() for part in text.split(",")) if item]
-
-
 # --- one row of each table, with flux-accounting's defaults ----------------------------------
 @dataclass
 class BankRow:
@@ -240,7 +237,7 @@ def read_association(row: Row, checked: Checked) -> AssociationRow | None:
     else:  # schemas before v0.18 had `deleted` instead
         active = not checked.integer(row, "deleted", 0)
     limits = {}
-    for column in LIMIT_COLUMNS:
+    for column in ASSOCIATION_LIMIT_FIELDS:
         value = checked.integer(row, column, int(ASSOCIATION_DEFAULTS[column]))
         if value is not None and value < 0:
             checked.problem(row, f"{column} {value} is negative")
@@ -261,11 +258,11 @@ def read_association(row: Row, checked: Checked) -> AssociationRow | None:
         mod_time=checked.number(row, "mod_time", creation_time),
         shares=shares,
         limits=limits,
-        queues=csv_list(checked.text(row, "queues", "")),
-        projects=csv_list(checked.text(row, "projects", "*")),
+        queues=csv_items(checked.text(row, "queues", "")),
+        projects=csv_items(checked.text(row, "projects", "*")),
         default_project=checked.text(row, "default_project", "*"),
         job_usage=checked.number(row, "job_usage", 0.0),
-        fairshare=checked.number(row, "fairshare", 0.5),
+        fairshare=checked.number(row, "fairshare", NEW_ASSOCIATION_FAIRSHARE),
     )
 
 

@@ -4,8 +4,10 @@ T maps to a log position P through the log index (time is monotone in log order)
 state at P comes from the Site aggregate at its version then (loaded from the nearest snapshot,
 not a replay of all history); usage is computed at T from the jobs recorded up to P; fair-share
 is what the snapshot in force at P left in force, read from its checkpoint
-(projections.writers.checkpoints), or an opening balance's stored value. The result is an in-memory
-SQLite database with the same tables, so every read query runs on it unchanged.
+(projections.writers.checkpoints), or an opening balance's stored value: the rule is the
+domain's (ledger.fairshare_in_force), the one the projector keeps the live tables by. The
+result is an in-memory SQLite database with the same tables, so every read query runs on it
+unchanged.
 Events recorded after T have positions after P, so the answer for T never changes.
 """
 
@@ -17,6 +19,7 @@ from typing import Any
 
 from ledger.clock import iso
 from ledger.errors import InvalidValue
+from ledger.fairshare_in_force import InForce, in_force
 from ledger.reducers import Touched
 from ledger.site import SITE_ID
 from ledger.site_usage import AssociationUsage, AssocKey, bank_usage, site_fairshare
@@ -24,7 +27,7 @@ from ledger.state import SiteState
 from ledger.store.application import Ledger
 from ledger.store.connections import Connection, StoreConfig
 from projections.writers import checkpoints, schema, usage_tables
-from projections.writers.checkpoints import NEW_ASSOCIATION_FAIRSHARE, Entry
+from projections.writers.checkpoints import Entry
 from projections.writers.site_tables import write_touched
 
 
@@ -209,36 +212,12 @@ class Snapshots:
         return _latest_balances(self._balances, position)
 
 
-@dataclass(frozen=True)
-class InForce:
-    """An association's fair-share in force at a log position, and where it came from."""
-
-    value: float
-    source: int | None  # the position of the walk that gave it
-    imported: int | None  # the position of the opening balance that brought it over
-
-
-def in_force_value(
-    entry: Entry | None, ranked_at: int, brought: tuple[int, float] | None
-) -> InForce:
-    """The rule (design §4): the value the last walk that ranked the association gave it (an
-    inactive one keeps it), else a new association's 0.5; an opening balance's stored value
-    wins until a walk after it ranks the association. `entry`: its row in the checkpoint of the
-    snapshot in force (at `ranked_at`); `brought`: the latest balance's (position, value)."""
-    ranked = entry is not None and entry.source is not None
-    if brought is not None and (brought[0] > ranked_at or not ranked):
-        return InForce(brought[1], None, brought[0])
-    if entry is None or entry.source is None:
-        return InForce(NEW_ASSOCIATION_FAIRSHARE, None, None)
-    return InForce(entry.fairshare, entry.source, None)
-
-
 def fairshare_value(snapshots: Snapshots, key: AssocKey, position: int) -> InForce:
-    """The fair-share of `key` in force at `position`."""
-    in_force = snapshots.in_force(position)
-    entry = in_force.entries.get(key) if in_force is not None else None
-    ranked_at = in_force.marker.position if in_force is not None else 0
-    return in_force_value(entry, ranked_at, snapshots.imported(position).get(key))
+    """The fair-share of `key` in force at `position` (ledger.fairshare_in_force.in_force)."""
+    snapshot = snapshots.in_force(position)
+    entry = snapshot.entries.get(key) if snapshot is not None else None
+    ranked_at = snapshot.marker.position if snapshot is not None else 0
+    return in_force(entry, ranked_at, snapshots.imported(position).get(key))
 
 
 def imported_fairshare(
@@ -281,13 +260,11 @@ def _values_in_force(
     ledger: Ledger, conn: Connection, moment: Moment, keys: list[AssocKey]
 ) -> dict[AssocKey, float]:
     """Each association's fair-share in force at the moment."""
-    in_force = fairshare_marker(conn, moment.position)
-    ranked_at = in_force.position if in_force is not None else 0
-    entries = checkpoints.read(conn, ranked_at) if in_force is not None else {}
+    marker = fairshare_marker(conn, moment.position)
+    ranked_at = marker.position if marker is not None else 0
+    entries = checkpoints.read(conn, ranked_at) if marker is not None else {}
     imported = imported_fairshare(ledger, conn, moment.position)
-    return {
-        key: in_force_value(entries.get(key), ranked_at, imported.get(key)).value for key in keys
-    }
+    return {key: in_force(entries.get(key), ranked_at, imported.get(key)).value for key in keys}
 
 
 def materialize(ledger: Ledger, conn: Connection, moment: Moment) -> Connection:

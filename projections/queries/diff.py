@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ledger.limits import ASSOCIATION_LIMIT_FIELDS
 from ledger.store.connections import Connection
-from projections.queries.history import ARROW, show_changes
 
 Row = dict[str, Any]
 
@@ -32,11 +32,7 @@ SECTIONS: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
             "userid",
             "default_bank",
             "shares",
-            "max_running_jobs",
-            "max_active_jobs",
-            "max_nodes",
-            "max_cores",
-            "max_sched_jobs",
+            *ASSOCIATION_LIMIT_FIELDS,
             "queues",
             "projects",
             "default_project",
@@ -63,15 +59,6 @@ SECTIONS: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
     "projects": ("project_table", ("project",), ()),
     "factors": ("priority_factor_weight_table", ("factor",), ("weight",)),
     "config": ("config_table", ("key",), ("value",)),
-}
-TITLES = {
-    "banks": "banks",
-    "associations": "associations",
-    "queues": "queues",
-    "projects": "projects",
-    "factors": "factors",
-    "config": "config",
-    "fairshare": "fair-share",
 }
 
 
@@ -164,61 +151,3 @@ def compare(before: Connection, after: Connection) -> Diff:
         {name: compare_section(before, after, name) for name in SECTIONS},
         compare_fairshare(before, after),
     )
-
-
-# --- rendering -----------------------------------------------------------------------------------
-def _object(name: str, row: Row) -> str:
-    if name == "associations":
-        return f"user {row['username']} in {row['bank']}"
-    if name == "banks":
-        return f"bank {row['bank']}"
-    if name == "factors":
-        return f"factor {row['factor']}"
-    if name == "config":
-        return f"config {row['key']}"
-    return f"{name[:-1]} {row[SECTIONS[name][1][0]]}"
-
-
-def _added(name: str, row: Row) -> str:
-    text = "+ " + _object(name, row)
-    if name == "banks" and row["parent_bank"]:
-        text += f" under {row['parent_bank']}"
-    return text
-
-
-def _share(value: float) -> str:
-    return repr(round(value, 6))
-
-
-def section_lines(name: str, section: Section) -> list[str]:
-    lines = [_added(name, r) for r in section.added]
-    lines += ["- " + _object(name, r) for r in section.removed]
-    lines += [f"{_object(name, r)}: {show_changes(r['changes'])}" for r in section.changed]
-    return lines
-
-
-def _rank(rank: int | None) -> str:
-    return "inactive" if rank is None else str(rank)
-
-
-def fairshare_line(row: Row) -> str:
-    (old, new), (old_rank, new_rank) = row["fairshare"], row["rank"]
-    value = _share(old) if old == new else f"{_share(old)} {ARROW} {_share(new)}"
-    text = f"fair-share {row['username']}/{row['bank']}: {value}"
-    if old_rank != new_rank:
-        text += f" (rank {_rank(old_rank)} {ARROW} {_rank(new_rank)})"
-    return text
-
-
-def lines(diff: Diff) -> list[str]:
-    """Sections in a fixed order, each a title line and one indented line per change; within a
-    section: added, removed, then changed, each sorted by key. Empty sections are left out."""
-    out: list[str] = []
-    for name, section in diff.sections.items():
-        if section:
-            out.append(f"{TITLES[name]}:")
-            out += ["  " + text for text in section_lines(name, section)]
-    if diff.fairshare:
-        out.append(f"{TITLES['fairshare']}:")
-        out += ["  " + fairshare_line(row) for row in diff.fairshare]
-    return out

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ledger.fairshare_in_force import in_force
 from ledger.site_usage import AssocKey
 from ledger.store.connections import Connection
-from projections.queries.as_of import Moment, Snapshots, in_force_value
+from projections.queries.as_of import Moment, Snapshots
 from projections.writers import checkpoints
 
 
@@ -69,7 +70,7 @@ def fairshare_history(
                 at=marker.event_time,
                 position=marker.position,
                 job_usage=entry.job_usage,
-                fairshare=in_force_value(entry, marker.position, brought).value,
+                fairshare=in_force(entry, marker.position, brought).value,
                 rank=entry.rank,
                 ranked=entry.ranked_of,
                 active=entry.active,

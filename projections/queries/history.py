@@ -1,9 +1,9 @@
-"""Audit history: which events touched an object, and one line each (when, who, why, old -> new).
+"""Audit history: which events touched an object, as data (when, who, why, old and new).
 
 The pure part turns one event into an `Entry` (what it did to which object, its changes as
-{field: [old, new]}, and what it cascaded to) and renders it; events already carry old and new
-values, so nothing is replayed. `read_history` is the one function with I/O: it reads the log
-in order, with each event's log position.
+{field: [old, new]}, and what it cascaded to); events already carry old and new values, so
+nothing is replayed. `read_history` is the one function with I/O: it reads the log in order,
+with each event's log position. The CLI renders an entry as one line (cli/audit_text.py).
 
 Which events touch what (a `Selector`):
   bank B         its own events: added, edited, deactivated, reactivated, removed, usage
@@ -22,24 +22,18 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from eventsourcing.utils import get_topic
 
 from ledger import events as ev
-from ledger.bounds import printable
 from ledger.clock import iso
 from ledger.errors import NotFound
 from ledger.joblog import JobLog
-from ledger.site import ON_BEHALF_OF
-from ledger.state import ASSOCIATION_DEFAULTS, INTEGER_MAX, QUEUE_DEFAULTS
 from ledger.store.application import Ledger
 from ledger.store.connections import Connection
 
-ARROW = "→"
 PAGE_SIZE = 500
-TIME_FIELDS = ("epoch", "ignore_older_than")
 SITE_EVENT_CLASSES: tuple[type[Any], ...] = (ev.LedgerCreated,) + tuple(
     cls
     for cls in vars(ev).values()
@@ -337,100 +331,6 @@ def select(
         for e in touching
         if (since is None or e.time >= since) and (until is None or e.time <= until)
     ]
-
-
-# --- rendering (pure) ----------------------------------------------------------------------------
-def show(field_name: str, value: Any) -> str:
-    """One value as an audit line shows it."""
-    if value is None:
-        return "(none)"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if field_name.split(".")[-1] in TIME_FIELDS and isinstance(value, int | float):
-        return iso(float(value)) if value else "(none)"
-    if type(value) is int and value == INTEGER_MAX:
-        return "unlimited"
-    if value == "":
-        return '""'
-    return str(value)
-
-
-def show_changes(changes: dict[str, list[Any]]) -> str:
-    """`field old → new`, or `field new` for a value set for the first time (old is None)."""
-    parts = []
-    for name, (old, new) in changes.items():
-        if old is None:
-            parts.append(f"{name} {show(name, new)}")
-        else:
-            parts.append(f"{name} {show(name, old)} {ARROW} {show(name, new)}")
-    return ", ".join(parts)
-
-
-def _summary_changes(entry: Entry) -> dict[str, list[Any]]:
-    """The changes a line shows: an added association or queue shows the values that differ
-    from the defaults (JSON has them all)."""
-    if entry.event == "AssociationAdded":
-        keep = ("userid", "shares", "default_bank")
-        return {
-            k: v
-            for k, v in entry.changes.items()
-            if k in keep or ASSOCIATION_DEFAULTS.get(k, object()) != v[1]
-        }
-    if entry.event == "QueueAdded":
-        return {k: v for k, v in entry.changes.items() if QUEUE_DEFAULTS.get(k) != v[1]}
-    return entry.changes
-
-
-def _pairs(pairs: list[list[str]]) -> str:
-    return ", ".join(f"{u}/{b}" for u, b in pairs)
-
-
-def describe(entry: Entry) -> str:
-    """What happened, without when/who/why: `edit-bank A: shares 1 → 10`."""
-    head = entry.action if entry.name is None else f"{entry.action} {entry.name}"
-    parts: list[str] = []
-    if entry.kind == "jobs":
-        jobs = entry.details["jobs"]
-        parts.append(f"recorded {jobs} job{'' if jobs == 1 else 's'}")
-    elif entry.action == "neutralize":
-        details = entry.details
-        what = ", ".join(f"job {i} (cluster {c})" for c, i in details.get("jobs", []))
-        parts.append(f"set aside position {details['position']} ({what or details['event']})")
-    else:
-        changes = show_changes(_summary_changes(entry))
-        if changes:
-            parts.append(changes)
-        details = entry.details
-        if details.get("banks"):
-            parts.append("banks " + ", ".join(details["banks"]))
-        if details.get("associations"):
-            parts.append("users " + _pairs(details["associations"]))
-        if details.get("default_banks"):
-            parts.append(
-                "default_bank "
-                + ", ".join(
-                    f"{u} {show('', c[0])} {ARROW} {show('', c[1])}"
-                    for u, c in details["default_banks"].items()
-                )
-            )
-    return head + (": " + "; ".join(parts) if parts else "")
-
-
-def who(entry: Entry) -> str:
-    """The actor; on PostgreSQL the database role, with the --actor it acted for, if any."""
-    behalf = entry.source.get(ON_BEHALF_OF)
-    actor = entry.actor or "-"
-    return f"{actor} (on behalf of {behalf})" if behalf else actor
-
-
-def line(entry: Entry) -> str:
-    """`2026-11-20T10:00:00+00:00  ops  edit-bank A: shares 1 → 10  (grant #12)`: the time to
-    the second in UTC, the actor ("-" if none), what happened, and the reason if one was given."""
-    when = datetime.fromtimestamp(entry.time, tz=UTC).replace(microsecond=0).isoformat()
-    text = f"{when}  {who(entry)}  {describe(entry)}"
-    text = f"{text}  ({entry.reason})" if entry.reason else text
-    # One line per entry, whatever a name or reason recorded before ledger.bounds holds.
-    return printable(text)
 
 
 # --- reading the log -----------------------------------------------------------------------------

@@ -11,7 +11,8 @@ ranked the association (`rank` set), otherwise (inactive, or in an inactive bank
 the last walk that ranked it gave, carried over as long as the association is the same one (its
 creation time unchanged), with `source` the position of that walk (stored only for a carried
 value: a ranked row's walk is its checkpoint's). No rank and no source: no walk has
-ranked it, so it has a new association's 0.5.
+ranked it, so it has a new association's value. The rules are the domain's
+(ledger.fairshare_in_force); the rank is the walk's own (ledger.fairshare.Ranking).
 
 Stored as changes: a checkpoint writes rows only for the associations whose entry changed
 since the previous one (idle associations keep theirs), over a full checkpoint written whenever
@@ -26,6 +27,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from ledger.fairshare import Ranking
+from ledger.fairshare_in_force import after_walk
 from ledger.site_usage import AssociationUsage, AssocKey
 from ledger.state import SiteState
 from ledger.store.connections import Connection
@@ -59,8 +62,6 @@ INDEXES = [
     "CREATE INDEX IF NOT EXISTS fairshare_checkpoints_assoc_idx "
     "ON fairshare_checkpoints (username, bank, position)",
 ]
-
-NEW_ASSOCIATION_FAIRSHARE = 0.5  # design §4: a new association has 0.5 until a walk ranks it
 
 
 @dataclass(frozen=True)
@@ -176,47 +177,25 @@ def entries(
     state: SiteState,
     position: int,
     usage: dict[AssocKey, AssociationUsage],
-    shares: dict[AssocKey, float],
+    ranking: Ranking,
     previous: dict[AssocKey, Entry],
 ) -> dict[AssocKey, Entry]:
-    """The checkpoint of a walk at `position` that ranked `shares`, given the one before it.
-
-    Pure. An association the walk left out keeps the value of the last walk that ranked it, if
-    it is still the association that walk saw (same creation time); else it never had one."""
-    ranks = _ranks(shares)
+    """The checkpoint of the walk at `position` that gave `ranking`, given the one before it:
+    the values ledger.fairshare_in_force.after_walk leaves, with the walk's ranks. Pure."""
+    given = after_walk(state, position, ranking, previous)
     out = {}
     for assoc in state.all_associations():
         key = (assoc.username, assoc.bank)
-        creation = assoc.creation_time
-        value = shares.get(key)
-        source: int | None
-        if value is not None:
-            fairshare, source = value, position
-        else:
-            before = previous.get(key)
-            if before is not None and before.creation_time == creation:
-                fairshare, source = before.fairshare, before.source
-            else:
-                fairshare, source = NEW_ASSOCIATION_FAIRSHARE, None
         out[key] = Entry(
-            creation_time=creation,
+            creation_time=assoc.creation_time,
             active=assoc.active,
-            fairshare=fairshare,
-            source=source,
+            fairshare=given[key].fairshare,
+            source=given[key].source,
             job_usage=usage[key].usage,
-            rank=ranks.get(key),
-            ranked_of=len(shares),
+            rank=ranking.ranks.get(key),
+            ranked_of=ranking.ranked_of,
         )
     return out
-
-
-def _ranks(shares: dict[AssocKey, float]) -> dict[AssocKey, int]:
-    """rank = N - (how many ranked strictly higher): the best has N, ties share the higher."""
-    ordered = sorted(shares.values(), reverse=True)
-    above: dict[float, int] = {}
-    for index, value in enumerate(ordered):
-        above.setdefault(value, index)
-    return {key: len(shares) - above[value] for key, value in shares.items()}
 
 
 @dataclass(frozen=True)
@@ -238,7 +217,7 @@ def write(
     state: SiteState,
     position: int,
     usage: dict[AssocKey, AssociationUsage],
-    shares: dict[AssocKey, float],
+    ranking: Ranking,
     last: Written | None = None,
 ) -> Written:
     """Keep the checkpoint of the walk the projection just did at `position`; `last`: the
@@ -254,7 +233,7 @@ def write(
         previous = read(conn, before) if before is not None else {}
     else:
         mark, previous = (last.base, last.chain_rows), last.entries
-    walked = entries(state, position, usage, shares, previous)
+    walked = entries(state, position, usage, ranking, previous)
     now = {key: _storable(e) for key, e in walked.items()}
     before_rows = {key: _storable(e) for key, e in previous.items()}
     changed = [(key, e) for key, e in now.items() if before_rows.get(key) != e]

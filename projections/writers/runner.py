@@ -170,9 +170,9 @@ class _Folder:
         elif isinstance(event, ev.FairshareUpdated):
             self.flush()
             at = event.timestamp.timestamp()
-            usage, shares = usage_tables.write_usage(self.conn, self.state, at, fairshare=True)
+            usage, ranking = usage_tables.write_usage(self.conn, self.state, at, fairshare=True)
             self.last_checkpoint = checkpoints.write(
-                self.conn, self.state, position, usage, shares, self.last_checkpoint
+                self.conn, self.state, position, usage, ranking, self.last_checkpoint
             )
 
 

@@ -4,6 +4,7 @@ Only portable SQL (SQLite >= 3.24 and PostgreSQL): the same statements run on bo
 Bump READ_MODEL_VERSION when a table changes: opening a ledger then rebuilds the read models.
 """
 
+from ledger.fairshare_in_force import NEW_ASSOCIATION_FAIRSHARE
 from ledger.flux_accounting.tables import (
     ASSOCIATION_COLUMNS,
     BANK_COLUMNS,
@@ -32,7 +33,7 @@ TABLES: dict[str, str] = {
             priority DOUBLE PRECISION NOT NULL,
             ignore_older_than BIGINT NOT NULL DEFAULT 0
         )""",
-    "association_table": """
+    "association_table": f"""
         CREATE TABLE IF NOT EXISTS association_table (
             creation_time BIGINT NOT NULL,
             mod_time BIGINT NOT NULL,
@@ -43,7 +44,7 @@ TABLES: dict[str, str] = {
             default_bank TEXT NOT NULL,
             shares BIGINT NOT NULL,
             job_usage DOUBLE PRECISION NOT NULL DEFAULT 0.0,
-            fairshare DOUBLE PRECISION NOT NULL DEFAULT 0.5,
+            fairshare DOUBLE PRECISION NOT NULL DEFAULT {NEW_ASSOCIATION_FAIRSHARE},
             max_running_jobs BIGINT NOT NULL,
             max_active_jobs BIGINT NOT NULL,
             max_nodes BIGINT NOT NULL,

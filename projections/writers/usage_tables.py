@@ -20,13 +20,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from ledger.bounds import CHARGE_UNITS
+from ledger.fairshare import Ranking
+from ledger.fairshare_in_force import shown_after_walk
 from ledger.site_usage import (
     AssociationUsage,
     AssocKey,
     PeriodTotal,
     association_usage,
     bank_usage,
-    site_fairshare,
+    site_ranking,
     usage_params,
     window,
 )
@@ -475,11 +477,13 @@ def association_usage_at(
 
 def write_usage(
     conn: Connection, state: SiteState, at: float, fairshare: bool
-) -> tuple[dict[AssocKey, AssociationUsage], dict[AssocKey, float]]:
+) -> tuple[dict[AssocKey, AssociationUsage], Ranking]:
     """Bring job_usage (and with `fairshare`, the fair-share) columns to their values at `at`:
-    what update-usage / update-fshare recorded. Returns the usage and the walk's values."""
+    what update-usage / update-fshare recorded. Returns the usage and the walk (no ranks
+    without `fairshare`)."""
     usage = usage_at(conn, state, at)
-    shares = site_fairshare(state, usage) if fairshare else {}
+    ranking = site_ranking(state, usage) if fairshare else Ranking({}, 0)
+    shares = ranking.fairshare()
     current = {
         (r["username"], r["bank"]): r
         for r in conn.query("SELECT username, bank, job_usage, fairshare FROM association_table")
@@ -487,7 +491,7 @@ def write_usage(
     updates = []
     for key, value in usage.items():
         row = current.get(key)
-        new_share = shares.get(key, row["fairshare"] if row else 0.5)
+        new_share = shown_after_walk(shares.get(key), row["fairshare"] if row else None)
         if row is None or row["job_usage"] != value.usage or row["fairshare"] != new_share:
             updates.append((value.usage, new_share, key[0], key[1]))
     conn.executemany(
@@ -500,7 +504,7 @@ def write_usage(
         [(value, name) for name, value in banks.items()],
     )
     _write_bins(conn, usage, at)
-    return usage, shares
+    return usage, ranking
 
 
 def _write_bins(

@@ -19,6 +19,7 @@ import psycopg
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from ledger.fairshare_in_force import NEW_ASSOCIATION_FAIRSHARE
 from ledger.store.application import Ledger
 from ledger.store.connections import Connection, parse_store_url
 from projections.queries.as_of import Moment, Recomputed, recompute
@@ -61,7 +62,7 @@ def expected_entries(
     out = {}
     for assoc in now.state.all_associations():
         key = (assoc.username, assoc.bank)
-        value, source = checkpoints.NEW_ASSOCIATION_FAIRSHARE, None
+        value, source = NEW_ASSOCIATION_FAIRSHARE, None
         for earlier_marker, earlier in reversed(snapshots[: index + 1]):
             then = earlier.state.association(*key)
             if then is None or then.creation_time != assoc.creation_time:

@@ -267,7 +267,8 @@ def test_tables_and_trees_escape_control_characters() -> None:
 
 
 def test_history_lines_escape_control_characters() -> None:
-    from projections.queries.history import Entry, line
+    from cli.audit_text import history_line
+    from projections.queries.history import Entry
 
     entry = Entry(
         position=1,
@@ -281,6 +282,6 @@ def test_history_lines_escape_control_characters() -> None:
         name="A\x1b]0;t\x07",
         changes={"shares": [1, 10]},
     )
-    text = line(entry)
+    text = history_line(entry)
     assert "\x1b" not in text and "\n" not in text
     assert text.startswith("2023-11-14T22:13:20+00:00  ops\\x1b[2J  edit-bank A\\x1b]0;t\\x07")

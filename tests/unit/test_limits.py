@@ -1,12 +1,14 @@
 """mf_priority's limits: hard limits reject (exact text), soft limits hold (exact names)."""
 
-from dataclasses import replace
+from dataclasses import fields, replace
 
 import pytest
 
+from ledger.flux_accounting.tables import ASSOCIATION_COLUMNS
 from ledger.limits import (
-    INT_MAX,
+    ASSOCIATION_LIMIT_FIELDS,
     NO_QUEUE,
+    UNLIMITED,
     AssociationCounters,
     AssociationLimits,
     JobDecision,
@@ -16,9 +18,11 @@ from ledger.limits import (
     QueueLimits,
     evaluate_job,
     hard_limit_violation,
+    is_unlimited,
     soft_limit_dependencies,
     unknown_association_message,
 )
+from ledger.state import Association
 
 ALICE = AssociationLimits(
     userid=5001,
@@ -374,15 +378,15 @@ def test_max_running_jobs_zero_or_less_is_unlimited(limit: int) -> None:
 def test_default_limits_are_flux_accountings() -> None:
     association = AssociationLimits(userid=1)
     assert (association.max_running_jobs, association.max_active_jobs) == (5, 7)
-    assert association.max_nodes == association.max_cores == association.max_sched_jobs == INT_MAX
+    assert association.max_nodes == association.max_cores == association.max_sched_jobs == UNLIMITED
     assert association.projects == ("*",)
     assert QueueLimits() == QueueLimits(
         priority=0,
         max_running_jobs=100,
-        max_nodes_per_assoc=INT_MAX,
-        max_sched_jobs=INT_MAX,
-        max_sched_nodes_per_assoc=INT_MAX,
-        max_sched_cores_per_assoc=INT_MAX,
+        max_nodes_per_assoc=UNLIMITED,
+        max_sched_jobs=UNLIMITED,
+        max_sched_nodes_per_assoc=UNLIMITED,
+        max_sched_cores_per_assoc=UNLIMITED,
     )
 
 
@@ -395,3 +399,21 @@ def test_default_limits_accept_a_big_job() -> None:
 def test_negative_job_size_is_refused() -> None:
     with pytest.raises(ValueError, match="-1 node"):
         JobRequest(nnodes=-1, ncores=1)
+
+
+# --- the names of the limits, stated once ---------------------------------------------------------
+def test_the_association_limit_fields_are_every_limit_an_association_has() -> None:
+    limits_of_an_association = {f.name for f in fields(Association) if f.name.startswith("max_")}
+    assert set(ASSOCIATION_LIMIT_FIELDS) == limits_of_an_association
+    assert set(ASSOCIATION_LIMIT_FIELDS) <= {f.name for f in fields(AssociationLimits)}
+    assert list(ASSOCIATION_LIMIT_FIELDS) == [  # flux-accounting's column order
+        c for c in ASSOCIATION_COLUMNS if c in limits_of_an_association
+    ]
+
+
+def test_only_an_integer_at_the_bound_reads_unlimited() -> None:
+    assert UNLIMITED == 2147483647
+    assert is_unlimited(UNLIMITED)
+    assert not is_unlimited(UNLIMITED - 1)
+    assert not is_unlimited(float(UNLIMITED))
+    assert not is_unlimited(str(UNLIMITED))

@@ -1,0 +1,110 @@
+"""The fair-share in force: what an association has between walks, and what a walk leaves to
+the associations it does not rank (design §4).
+
+A walk (update-fshare) ranks the active associations only. The rules for everything else:
+
+* A new association has NEW_ASSOCIATION_FAIRSHARE until a walk ranks it.
+* An association a walk leaves out (inactive, or in an inactive bank) keeps the value the last
+  walk that ranked it gave, as long as it is the association that walk saw: a removed and
+  re-added association is a new one (its creation time differs) and starts again at 0.5.
+* An opening balance (an import) brings the value its source had stored; that value is in
+  force until a walk after it ranks the association.
+
+Pure: the projector (checkpoints and the association table) and time travel (as-of reads,
+explain-job, fairshare-history) call these same functions, so they cannot disagree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from ledger.fairshare import Ranking
+from ledger.site_usage import AssocKey
+from ledger.state import SiteState
+
+NEW_ASSOCIATION_FAIRSHARE = 0.5  # flux-accounting's association_table default: no walk yet
+
+
+class Given(Protocol):
+    """What a walk left one association with (a checkpoint's row is one)."""
+
+    @property
+    def creation_time(self) -> float:
+        """The association's creation time: which association the value belongs to."""
+
+    @property
+    def fairshare(self) -> float: ...
+
+    @property
+    def source(self) -> int | None:
+        """The log position of the walk that gave `fairshare`; None: no walk has ranked it."""
+
+
+@dataclass(frozen=True)
+class Kept:
+    """A plain Given: a value a walk gave or left."""
+
+    creation_time: float
+    fairshare: float
+    source: int | None
+
+
+def after_walk(
+    state: SiteState, position: int, ranking: Ranking, before: Mapping[AssocKey, Given]
+) -> dict[AssocKey, Given]:
+    """Every association's value after the walk at `position` that ranked `ranking`, given
+    what each had after the walk before (`before`). An association the walk ranked has the
+    walk's value; the others keep theirs (carried_over)."""
+    walked = ranking.fairshare()
+    out: dict[AssocKey, Given] = {}
+    for assoc in state.all_associations():
+        key = (assoc.username, assoc.bank)
+        value = walked.get(key)
+        if value is not None:
+            out[key] = Kept(assoc.creation_time, value, position)
+        else:
+            out[key] = carried_over(before.get(key), assoc.creation_time)
+    return out
+
+
+def carried_over(before: Given | None, creation_time: float) -> Given:
+    """What a walk that did not rank an association leaves it: the value it had, if it is the
+    same association (same creation time), else a new association's."""
+    if before is not None and before.creation_time == creation_time:
+        return before
+    return Kept(creation_time, NEW_ASSOCIATION_FAIRSHARE, None)
+
+
+def shown_after_walk(walked: float | None, shown: float | None) -> float:
+    """The value an association's row shows after a walk: the walk's if it ranked it, else the
+    value the row showed (a value in force stays in force), else a new association's. A row
+    lives as long as its association, so the row itself tells a re-added association apart."""
+    if walked is not None:
+        return walked
+    return shown if shown is not None else NEW_ASSOCIATION_FAIRSHARE
+
+
+@dataclass(frozen=True)
+class InForce:
+    """An association's fair-share in force at a log position, and where it came from."""
+
+    value: float
+    source: int | None  # the position of the walk that gave it
+    imported: int | None  # the position of the opening balance that brought it over
+
+
+def in_force(given: Given | None, ranked_at: int, brought: tuple[int, float] | None) -> InForce:
+    """The value in force: the one the last walk that ranked the association gave it (an
+    inactive one keeps it), else a new association's; an opening balance's stored value wins
+    until a walk after it ranks the association.
+
+    `given`: what the walk in force (at position `ranked_at`; 0 before any) left the
+    association; `brought`: the latest opening balance's (position, value) for it."""
+    ranked = given is not None and given.source is not None
+    if brought is not None and (brought[0] > ranked_at or not ranked):
+        return InForce(brought[1], None, brought[0])
+    if given is None or given.source is None:
+        return InForce(NEW_ASSOCIATION_FAIRSHARE, None, None)
+    return InForce(given.fairshare, given.source, None)
