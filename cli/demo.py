@@ -9,10 +9,12 @@ from typing import Any
 
 import click
 
-from cli import admin, audit, banks, jobs, usage
+from cli import admin, audit, banks, usage
+from cli.ingest_output import shown_notes, summary
 from cli.params import AsOf
 from cli.session import session
 from ledger.clock import iso
+from ledger.usecases.ingest import ingest
 
 WEEK = 7 * 86400
 TREE = {
@@ -76,11 +78,11 @@ def demo(ctx: click.Context, weeks: int, seed: int) -> None:
             )
         records = _generate_jobs(users, week_end - WEEK, week_end, rng, first_id=week * 10000)
         click.echo(f"$ fairledger ingest week{week}.jsonl")
-        jobs.report(
-            jobs.ingest_lines(
-                s, f"week{week}.jsonl", iter(records), "jsonl", False, None, "demo jobs"
+        with shown_notes(f"week{week}.jsonl: ") as notes:
+            result = ingest(
+                s, iter(records), f"week{week}.jsonl", "jsonl", reason="demo jobs", notes=notes
             )
-        )
+        summary(result)
         click.echo("$ fairledger update-fshare")
         ctx.invoke(usage.update_fshare, actor=None, reason=None)
     tree = {
