@@ -3,7 +3,6 @@ export-db, pop-db."""
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 from typing import Any
@@ -14,11 +13,9 @@ from cli.ingest_output import shown_notes
 from cli.params import AsOf, as_of_option
 from cli.session import change_options, session
 from ledger.clock import iso
-from ledger.flux_accounting.csv_files import load_tables, read_csv_tables
 from ledger.flux_accounting.db_import import FIXES
-from ledger.flux_accounting.tables import TABLE_COLUMNS
 from ledger.usecases import flux_import
-from projections.queries import site as queries
+from ledger.usecases.flux_tables import export_tables, load_csv_files
 
 FIX_HELP = "; ".join(f"{name}: {text}" for name, text in FIXES.items())
 
@@ -104,15 +101,6 @@ def _render(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-# --- export-db and pop-db -----------------------------------------------------------------------
-_EXPORT_ORDER = {
-    "bank_table": "bank_id",
-    "association_table": "creation_time, username, bank",
-    "queue_table": "queue",
-    "project_table": "project_id",
-}
-
-
 @click.command("export-db")
 @click.option(
     "--dir",
@@ -128,23 +116,8 @@ def export_db(ctx: click.Context, directory: str, as_of: AsOf | None) -> None:
     """Write one CSV file per table (bank_table.csv, association_table.csv, queue_table.csv,
     project_table.csv, priority_factor_weight_table.csv, config_table.csv) in flux-accounting's
     column layout, for its pop-db or ours."""
-    conn = session(ctx).read(as_of)
-    os.makedirs(directory, exist_ok=True)
-    for table, columns in TABLE_COLUMNS.items():
-        if table == "priority_factor_weight_table":
-            rows = queries.factors(conn)
-        elif table == "config_table":
-            rows = queries.configs(conn)
-        else:
-            rows = conn.query(
-                f"SELECT {', '.join(columns)} FROM {table} ORDER BY {_EXPORT_ORDER[table]}"
-            )
-        path = os.path.join(directory, f"{table}.csv")
-        with open(path, "w", newline="", encoding="utf-8") as handle:
-            writer = csv.writer(handle)  # flux-accounting's export-db: csv's default dialect
-            writer.writerow(columns)
-            writer.writerows([row[c] for c in columns] for row in rows)
-        click.echo(f"wrote {path} ({len(rows)} rows)")
+    for written in export_tables(session(ctx), directory, as_of):
+        click.echo(f"wrote {written.path} ({written.rows} rows)")
 
 
 @click.command("pop-db")
@@ -175,14 +148,7 @@ def pop_db(
 ) -> None:
     """Load CSV files in flux-accounting's layout through the normal validated commands, each
     row one event; a refused row (listed) writes nothing at all."""
-    tables = read_csv_tables(files, fields)
-    names = ", ".join(os.path.basename(t.path) for t in tables)
-    loaded = session(ctx).change(
-        lambda site, stamp: load_tables(site, stamp, tables),
-        reason or f"pop-db {names}",
-        actor,
-        source={"pop-db": [os.path.abspath(t.path) for t in tables]},
-    )
+    loaded = load_csv_files(session(ctx), files, fields, actor, reason)
     for note in loaded.notes:
         click.echo(f"fairledger: {note}", err=True)
     for name, count in loaded.rows.items():
