@@ -50,7 +50,7 @@ def import_flux_accounting(
     def created(where: str) -> None:
         click.echo(f"created ledger at {where}", err=True)
 
-    # The file as the report names it (the source is a file: its own name, not a folder's).
+    # A set-aside row is named as the report names its source: by the file's name.
     with shown_notes(f"{os.path.basename(path)} jobs row ") as notes:
         outcome = flux_import.import_flux_accounting(
             session(ctx), path, fixes, actor, reason, created, notes
