@@ -11,11 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ledger.usecases.ingest import CHUNK_LINES, IngestNotes, IngestResult
+from ledger.usecases.ingest import CHUNK_LINES, Conflict, IngestNotes, IngestResult
 
 if TYPE_CHECKING:
     from ledger.ingest import BadLine
-    from ledger.store.application import Conflict
 
 
 def summary(result: IngestResult) -> None:

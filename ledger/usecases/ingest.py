@@ -16,6 +16,7 @@ from ledger import bounds
 from ledger.clock import real_now
 from ledger.errors import Interrupted, InvalidValue, LedgerError, WriteFailed
 from ledger.site_usage import AssociationResolver
+from ledger.store.application import Conflict
 from ledger.usecases.charge_bound import ChargeTotals, input_charges_only, recorded_charges
 from ledger.usecases.session import Session
 from ledger.usecases.spool import spool_file, spooled, write_chunk
@@ -23,13 +24,14 @@ from ledger.usecases.spool import spool_file, spooled, write_chunk
 if TYPE_CHECKING:
     from ledger.ingest import BadLine
     from ledger.state import SiteState
-    from ledger.store.application import Conflict
 
 CHUNK_LINES = 50_000  # lines validated at a time: bounds memory on million-job files
 # Jobs recorded per transaction: 5 events of 1,000 jobs. Much larger saves (50 events, ~8 MB in
 # one INSERT) hung on PostgreSQL: the library's pipelined insert waited on the server while the
 # server waited on the rest of the statement.
 RECORD_LINES = 5_000
+
+__all__ = ["Conflict", "IngestNotes", "IngestResult", "ingest", "record_input"]
 
 Mark = Callable[[dict[str, Any]], dict[str, Any]]
 
