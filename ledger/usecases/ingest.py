@@ -1,0 +1,217 @@
+"""Recording completed jobs, from any source (a JSON-lines file, Flux, a flux-accounting
+database): validate every line first, then record exactly once per (cluster, job id).
+
+Pass 1 validates the input in chunks of CHUNK_LINES into a private spool, so that a bad line
+records nothing and a million-line input never sits in memory; pass 2 records the spool in
+transactions of RECORD_LINES jobs. A pass-2 failure after some transactions committed says
+how many jobs are recorded: running the same command again completes the input."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import IO, TYPE_CHECKING, Any
+
+from ledger import bounds
+from ledger.clock import real_now
+from ledger.errors import Interrupted, InvalidValue, LedgerError, WriteFailed
+from ledger.site_usage import AssociationResolver
+from ledger.store.application import Conflict
+from ledger.usecases.charge_bound import ChargeTotals, input_charges_only, recorded_charges
+from ledger.usecases.session import Session
+from ledger.usecases.spool import spool_file, spooled, write_chunk
+
+if TYPE_CHECKING:
+    from ledger.ingest import BadLine
+    from ledger.state import SiteState
+
+CHUNK_LINES = 50_000  # lines validated at a time: bounds memory on million-job files
+# Jobs recorded per transaction: 5 events of 1,000 jobs. Much larger saves (50 events, ~8 MB in
+# one INSERT) hung on PostgreSQL: the library's pipelined insert waited on the server while the
+# server waited on the rest of the statement.
+RECORD_LINES = 5_000
+
+__all__ = ["Conflict", "IngestNotes", "IngestResult", "ingest", "record_input"]
+
+Mark = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def _ignore(*_: Any) -> None:
+    """Where an ingest's notes go when its caller shows none."""
+
+
+@dataclass
+class IngestNotes:
+    """What a front end may show while an ingest runs (the result holds the same facts at its
+    end): a bad line set aside (with skip_invalid), once validation is done; a conflicting job,
+    as its transaction commits; and progress, (jobs through pass 2, lines in the input)."""
+
+    skipped: Callable[[BadLine], None] = _ignore
+    conflict: Callable[[Conflict], None] = _ignore
+    progress: Callable[[int, int], None] = _ignore
+
+
+@dataclass
+class IngestResult:
+    recorded: int = 0
+    duplicate: int = 0
+    unmatched: int = 0  # recorded, but no association holds them yet
+    conflicts: list[Conflict] = field(default_factory=list)
+    bad: list[BadLine] = field(default_factory=list)  # set aside (skip_invalid)
+    lines: int = 0
+
+    @property
+    def invalid(self) -> int:
+        return len(self.bad)
+
+    @property
+    def conflicting(self) -> int:
+        return len(self.conflicts)
+
+
+def ingest(
+    s: Session,
+    lines: Iterator[Any],
+    name: str,
+    fmt: str,
+    skip_invalid: bool = False,
+    actor: str | None = None,
+    reason: str | None = None,
+    notes: IngestNotes | None = None,
+) -> IngestResult:
+    """Record the jobs of `lines` (JSON texts or decoded objects) read from `name` in format
+    `fmt`: `fairledger ingest`. Without skip_invalid, one bad line records nothing."""
+    return record_input(
+        s,
+        lines,
+        name,
+        origin={"input": name, "format": fmt},
+        skip_invalid=skip_invalid,
+        actor=actor,
+        reason=reason or "",
+        rerun="ingest",
+        notes=notes,
+    )
+
+
+def record_input(
+    s: Session,
+    lines: Iterator[Any],
+    name: str,
+    origin: dict[str, Any],
+    skip_invalid: bool,
+    actor: str | None,
+    reason: str,
+    rerun: str,
+    mark: Mark | None = None,
+    against_recorded: bool = True,
+    notes: IngestNotes | None = None,
+) -> IngestResult:
+    """Validate `lines` of `name`, then record them with `origin` as the events' source.
+    `rerun`: the command that completes an interrupted run. `mark` may amend each record
+    (import-flux-accounting marks the jobs its opening balance already holds).
+    `against_recorded`: the charge bound counts what the ledger holds (an import into an empty
+    ledger counts its input alone)."""
+    notes = notes or IngestNotes()
+    ledger = s.ledger
+    ledger.actor = actor or s.actor
+    state = ledger.state()
+    charged = recorded_charges(s.read()) if against_recorded else input_charges_only()
+    with spool_file() as spool:
+        result = IngestResult()
+        result.bad, result.lines = _validate_to_spool(
+            lines, skip_invalid, name, spool, state, charged, mark
+        )
+        for line in result.bad:
+            notes.skipped(line)
+        _record_spool(s, spool, result, reason, origin, state, rerun, notes)
+    s.read()
+    return result
+
+
+def _chunks(items: Iterator[Any], size: int) -> Iterator[list[Any]]:
+    chunk: list[Any] = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def _validate_to_spool(
+    lines: Iterator[Any],
+    skip_invalid: bool,
+    shown: str,
+    spool: IO[bytes],
+    state: SiteState,
+    charged: ChargeTotals,
+    mark: Mark | None,
+) -> tuple[list[BadLine], int]:
+    """Pass 1: validate every line, so that a bad one records nothing, and spool the valid
+    ones as primitive records (charged with the weights in force), so that recording needs no
+    second validation. Returns the bad lines and the number of lines read."""
+    # Imported here: pydantic's model build is the costliest import, and only ingest needs it.
+    from ledger.ingest import check_no_bad_lines, parse_lines, to_record, weights
+
+    node_w, core_w, gpu_w = weights(state)
+    latest = bounds.latest_time(real_now())
+    bad: list[BadLine] = []
+    first = 1
+    try:
+        for chunk in _chunks(lines, CHUNK_LINES):
+            parsed = parse_lines(
+                chunk, first_line=first, latest=latest, charge_weights=(node_w, core_w, gpu_w)
+            )
+            first += len(chunk)
+            if parsed.bad and not skip_invalid:
+                check_no_bad_lines(parsed, shown)
+            bad.extend(parsed.bad)
+            records = [to_record(job, node_w, core_w, gpu_w) for job in parsed.records]
+            records = [mark(r) if mark else r for r in records]
+            charged.add(records)
+            write_chunk(spool, records)
+    except UnicodeDecodeError as err:
+        raise InvalidValue(f"{shown}: not UTF-8 ({err.reason}); nothing recorded") from None
+    return bad, first - 1
+
+
+def _record_spool(
+    s: Session,
+    spool: IO[bytes],
+    result: IngestResult,
+    reason: str,
+    origin: dict[str, Any],
+    state: SiteState,
+    rerun: str,
+    notes: IngestNotes,
+) -> None:
+    """Pass 2: record in chunks, each one transaction; re-running after a crash is safe
+    because recording is exactly-once."""
+    resolver = AssociationResolver(state)
+    done = 0
+    notes.progress(done, result.lines)
+    for chunk in _chunks(spooled(spool), RECORD_LINES):
+        try:
+            outcome = s.ledger.record_jobs(chunk, reason=reason, source=origin)
+        except LedgerError as err:
+            if not result.recorded:
+                raise
+            problem = err.problem if isinstance(err, WriteFailed) else str(err)
+            raise Interrupted(
+                f"{problem} after recording {result.recorded} jobs; re-run the same "
+                f"{rerun} to complete it: recording is exactly-once"
+            ) from err
+        result.duplicate += outcome.duplicate
+        for conflict in outcome.conflicts:
+            result.conflicts.append(conflict)
+            notes.conflict(conflict)
+        result.recorded += len(outcome.recorded)
+        result.unmatched += sum(
+            1
+            for r in outcome.recorded
+            if resolver.resolve(r.get("userid"), r.get("username"), r.get("bank")) is None
+        )
+        done += len(chunk)
+        notes.progress(done, result.lines)
