@@ -7,6 +7,7 @@ import click
 from cli.doctor_text import finding_line
 from cli.params import DURATION
 from cli.session import change_options, session
+from cli.verify_text import verified_lines
 from ledger.usage import DEFAULT_DECAY_FACTOR
 from ledger.usecases import admin
 
@@ -77,20 +78,8 @@ def verify(ctx: click.Context) -> None:
 
     Prints the chain's head (position and link): keep it elsewhere, and a later verify's head
     must extend it. Exit 1 names the first break."""
-    report = admin.verify(session(ctx))
-    result = report.verified
-    click.echo(
-        f"log: {result.events} events linked, head at position {result.head_position} "
-        f"link {result.head_link}"
-    )
-    if result.unlinked:
-        click.echo(
-            f"log: {result.unlinked} events written before the hash chain existed; the next "
-            "change links them"
-        )
-    click.echo(
-        f"read models: {result.tables} tables equal a rebuild from the log ({report.seconds:.2f}s)"
-    )
+    for line in verified_lines(admin.verify(session(ctx))):
+        click.echo(line)
 
 
 @click.command("grant")
