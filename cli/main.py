@@ -22,13 +22,14 @@ from cli import (
     usage,
     users,
 )
+from cli.option_prefixes import PrefixGroup
 from cli.session import Session, warn
 from ledger.bounds import printable, printable_lines
 from ledger.clock import parse_requested_now
 from ledger.errors import LedgerError, OutOfRange
 
 
-class LedgerGroup(click.Group):
+class LedgerGroup(PrefixGroup):
     """Turns a broken ledger rule into one line on stderr and exit 1 (usage errors stay exit 2)."""
 
     def invoke(self, ctx: click.Context) -> Any:
@@ -69,7 +70,11 @@ def _infrastructure_errors() -> tuple[type[BaseException], ...]:
     return (sqlite3.Error, psycopg.Error, OperationalError, ProgrammingError)
 
 
-@click.group(cls=LedgerGroup, context_settings={"help_option_names": ["-h", "--help"]})
+# show_default: every command's --help shows its defaults (the context setting is inherited).
+@click.group(
+    cls=LedgerGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "show_default": True},
+)
 @click.option(
     "--db",
     envvar="FAIRLEDGER_DB",

@@ -15,6 +15,7 @@ from cli.session import change_options, session
 from ledger.clock import iso
 from ledger.flux_accounting.db_import import FIXES
 from ledger.usecases import flux_import
+from ledger.usecases.emulator_export import export_emulator_tree
 from ledger.usecases.flux_tables import export_tables, load_csv_files
 
 FIX_HELP = "; ".join(f"{name}: {text}" for name, text in FIXES.items())
@@ -110,12 +111,24 @@ def _render(report: dict[str, Any]) -> str:
     type=click.Path(file_okay=False),
     help="Where to write the CSV files.",
 )
+@click.option(
+    "-F",
+    "--fairshare-emulate",
+    is_flag=True,
+    help="Print the bank tree with shares and usage as JSON for fairshare-emulate instead "
+    "of writing CSV files.",
+)
 @as_of_option
 @click.pass_context
-def export_db(ctx: click.Context, directory: str, as_of: AsOf | None) -> None:
+def export_db(
+    ctx: click.Context, directory: str, fairshare_emulate: bool, as_of: AsOf | None
+) -> None:
     """Write one CSV file per table (bank_table.csv, association_table.csv, queue_table.csv,
     project_table.csv, priority_factor_weight_table.csv, config_table.csv) in flux-accounting's
-    column layout, for its pop-db or ours."""
+    column layout, for its pop-db or ours; with -F, print the tree as JSON instead."""
+    if fairshare_emulate:
+        click.echo(json.dumps(export_emulator_tree(session(ctx), as_of), indent=2))
+        return
     for written in export_tables(session(ctx), directory, as_of):
         click.echo(f"wrote {written.path} ({written.rows} rows)")
 

@@ -1,52 +1,84 @@
-"""Rendering rows the way flux-accounting's formatter does: a table by default, `--json`,
-`-o/--format` (str.format with column names) and `--fields`, from one decorator."""
+"""Rendering rows as flux-accounting's formatter does: a table, JSON (a list of row objects),
+`-o/--format` (str.format with column names) and `--fields`, from one decorator. Which of
+table and JSON a command prints by default is the command's (flux-accounting's view-* commands
+print JSON, its list-* commands a table)."""
 
 from __future__ import annotations
 
 import functools
 import json
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import click
 
 from ledger.bounds import printable
-from ledger.errors import InvalidValue
+from ledger.errors import InvalidValue, NotFound
 from ledger.limits import is_unlimited
 
 UNLIMITED_TEXT = "unlimited"  # how a limit at ledger.limits.UNLIMITED is shown and exported
+# flux-accounting refuses an empty result rather than printing nothing; scripts test for it.
+NO_RESULTS = "no results found in query"
+
+Style = Literal["table", "json"]
 
 
-def output_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    @click.option("--json", "as_json", is_flag=True, help="Print JSON (rows keyed by column).")
-    @click.option(
-        "-o",
-        "--format",
-        "fmt",
-        default=None,
-        metavar="FMT",
-        help="Python str.format string over column names, e.g. '{username:<10}'.",
-    )
-    @click.option(
-        "--fields",
-        default=None,
-        metavar="A,B",
-        help="Comma-separated columns to show, in that order.",
-    )
-    @functools.wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        return func(*args, **kwargs)
+def output_options(
+    func: Callable[..., Any] | None = None,
+    *,
+    short_json: bool = False,
+    short_fields: bool = False,
+    parsable: bool = False,
+) -> Any:
+    """--json, -o/--format and --fields (and --parsable when asked). `short_json`/`short_fields`
+    add flux-accounting's `-j`/`-f` where its command has them (list-users)."""
 
-    return wrapper
+    def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
+        @click.option(
+            *(["-j"] if short_json else []),
+            "--json",
+            "as_json",
+            is_flag=True,
+            help="Print JSON: a list of row objects.",
+        )
+        @click.option(
+            "-o",
+            "--format",
+            "fmt",
+            default=None,
+            metavar="FMT",
+            help="Python str.format string over column names, e.g. '{username:<10}'.",
+        )
+        @click.option(
+            *(["-f"] if short_fields else []),
+            "--fields",
+            default=None,
+            metavar="A,B",
+            help="Comma-separated columns to show, in that order.",
+        )
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            return func(*args, **kwargs)
+
+        if parsable:
+            return click.option("--parsable", is_flag=True, help="Print a table instead of JSON.")(
+                wrapper
+            )
+        return wrapper
+
+    return decorate(func) if func is not None else decorate
 
 
 class Output:
     """How the user asked to see rows; `columns` is the full column list of the object kind."""
 
-    def __init__(self, as_json: bool, fmt: str | None, fields: str | None) -> None:
+    def __init__(
+        self, as_json: bool, fmt: str | None, fields: str | None, parsable: bool = False
+    ) -> None:
         self.as_json = as_json
-        self.fmt = fmt
+        self.fmt = fmt or None  # flux-accounting: an empty -o means no format
         self.fields = fields
+        self.parsable = parsable
 
     def select(self, columns: Sequence[str]) -> list[str]:
         if not self.fields:
@@ -60,17 +92,22 @@ class Output:
         return wanted
 
     def render(
-        self, rows: Sequence[dict[str, Any]], columns: Sequence[str], single: bool = False
+        self,
+        rows: Sequence[dict[str, Any]],
+        columns: Sequence[str],
+        default: Style = "table",
+        empty: str = NO_RESULTS,
     ) -> str:
+        """`-o` wins, then --json, then --parsable (a table), then the command's default.
+        No rows is the error `empty`, as flux-accounting has it."""
         chosen = self.select(columns)
+        if not rows:
+            raise NotFound(empty)
         picked = [{c: row[c] for c in chosen} for row in rows]
-        if self.as_json:
-            data = [json_row(r) for r in picked]
-            if single:
-                return json.dumps(data[0] if data else {}, indent=2)
-            return json.dumps(data, indent=2)
         if self.fmt is not None:
             return format_rows(picked, chosen, self.fmt)
+        if self.as_json or (default == "json" and not self.parsable):
+            return json.dumps([json_row(r) for r in picked], indent=2)
         return table(picked, chosen)
 
 
@@ -110,7 +147,7 @@ def format_rows(rows: Sequence[dict[str, Any]], columns: Sequence[str], fmt: str
     except KeyError as err:
         raise InvalidValue(
             f"Invalid column name in format string: {err.args[0]}. "
-            f"Available columns: {', '.join(columns)}"
+            f"Available columns: {','.join(columns)}"
         ) from None
     except (ValueError, IndexError) as err:
         raise InvalidValue(f"invalid format string {fmt!r}: {err}") from None

@@ -28,14 +28,20 @@ def delete_project(ctx: click.Context, project: str, actor: str | None, reason: 
     """Remove PROJECT."""
     users = session(ctx).change(lambda s, st: s.delete_project(st, project), reason, actor)
     if users:
+        # flux-accounting's warning, on stdout as it prints it (its scripts grep for it); the
+        # associations concerned follow on stderr.
         click.echo(
-            f"WARNING: associations still list project {project}: {', '.join(users)}", err=True
+            "WARNING: user(s) in the association_table still reference this project. Make sure "
+            "to edit user rows to account for this deleted project."
+        )
+        click.echo(
+            f"fairledger: associations listing project {project}: {', '.join(users)}", err=True
         )
 
 
 @click.command("view-project")
 @click.argument("project")
-@output_options
+@output_options(parsable=True)
 @as_of_option
 @click.pass_context
 def view_project(
@@ -45,10 +51,13 @@ def view_project(
     as_json: bool,
     fmt: str | None,
     fields: str | None,
+    parsable: bool,
 ) -> None:
-    """Show PROJECT."""
+    """Show PROJECT (JSON; a table with --parsable)."""
     row = queries.project(session(ctx).read(as_of), project)
-    click.echo(Output(as_json, fmt, fields).render([row], PROJECT_COLUMNS, single=True))
+    click.echo(
+        Output(as_json, fmt, fields, parsable).render([row], PROJECT_COLUMNS, default="json")
+    )
 
 
 @click.command("list-projects")

@@ -73,12 +73,18 @@ def delete_queue(ctx: click.Context, queue: str, actor: str | None, reason: str 
     """Remove QUEUE."""
     users = session(ctx).change(lambda s, st: s.delete_queue(st, queue), reason, actor)
     if users:
-        click.echo(f"WARNING: associations still list queue {queue}: {', '.join(users)}", err=True)
+        # flux-accounting's warning, on stdout as it prints it (its scripts grep for it); the
+        # associations concerned follow on stderr.
+        click.echo(
+            "WARNING: user(s) in the association_table still reference this queue. Make sure "
+            "to edit user rows to account for this deleted queue."
+        )
+        click.echo(f"fairledger: associations listing queue {queue}: {', '.join(users)}", err=True)
 
 
 @click.command("view-queue")
 @click.argument("queue")
-@output_options
+@output_options(parsable=True)
 @as_of_option
 @click.pass_context
 def view_queue(
@@ -88,10 +94,11 @@ def view_queue(
     as_json: bool,
     fmt: str | None,
     fields: str | None,
+    parsable: bool,
 ) -> None:
-    """Show QUEUE."""
+    """Show QUEUE (JSON; a table with --parsable)."""
     row = queries.queue(session(ctx).read(as_of), queue)
-    click.echo(Output(as_json, fmt, fields).render([row], QUEUE_COLUMNS, single=True))
+    click.echo(Output(as_json, fmt, fields, parsable).render([row], QUEUE_COLUMNS, default="json"))
 
 
 @click.command("list-queues")

@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from cli.option_prefixes import PrefixGroup
 from cli.output import table
 from cli.params import TIME
 from cli.session import session
@@ -251,7 +252,7 @@ def _usage_text(e: Explanation, usage: UsageBehind) -> list[str]:
 # --- report fairshare-history --------------------------------------------------------------------
 
 
-@click.group("report")
+@click.group("report", cls=PrefixGroup)
 def report() -> None:
     """Reports over the ledger's history."""
 

@@ -42,7 +42,7 @@ def view_factor(
 ) -> None:
     """Show a priority factor's weight."""
     row = queries.factor(session(ctx).read(as_of), factor)
-    click.echo(Output(as_json, fmt, fields).render([row], FACTOR_COLUMNS, single=True))
+    click.echo(Output(as_json, fmt, fields).render([row], FACTOR_COLUMNS))
 
 
 @click.command("list-factors")
@@ -105,7 +105,7 @@ def view_config(
 ) -> None:
     """Show one config key."""
     row = queries.config(session(ctx).read(as_of), key)
-    click.echo(Output(as_json, fmt, fields).render([row], CONFIG_COLUMNS, single=True))
+    click.echo(Output(as_json, fmt, fields).render([row], CONFIG_COLUMNS))
 
 
 @click.command("list-configs")

@@ -20,19 +20,15 @@ def render_tree(
     banks: Sequence[dict[str, Any]],
     users: Sequence[dict[str, Any]],
     parsable: bool = False,
-    active_only: bool = False,
 ) -> str:
-    """`banks`: bank_table rows; `users`: association_table rows. Children in name order;
-    the top bank's usage rounded to 2 places, as flux-accounting prints the root."""
+    """`banks`: bank_table rows; `users`: the association_table rows to show (the caller
+    applies -c/-A to them; every bank is shown, as flux-accounting does). Children in name
+    order; the top bank's usage rounded to 2 places, as flux-accounting prints the root."""
     by_parent: dict[str, list[dict[str, Any]]] = {}
     for bank in banks:
-        if active_only and not bank["active"]:
-            continue
         by_parent.setdefault(bank["parent_bank"], []).append(bank)
     users_in: dict[str, list[dict[str, Any]]] = {}
     for user in users:
-        if active_only and not user["active"]:
-            continue
         users_in.setdefault(user["bank"], []).append(user)
     by_name = {b["bank"]: b for b in banks}
 

@@ -20,16 +20,32 @@ from ledger.usecases.usage_report import (
 
 
 @click.command("update-usage")
+@click.option(
+    "-v",
+    "--verbose",
+    count=True,
+    help="Say on stderr when the update begins and ends (flux-accounting's INFO lines).",
+)
 @change_options
 @click.pass_context
-def update_usage(ctx: click.Context, actor: str | None, reason: str | None) -> None:
+def update_usage(ctx: click.Context, verbose: int, actor: str | None, reason: str | None) -> None:
     """Recompute every association's decayed usage at the ledger's time."""
 
     def mark(site: Site, stamp: Stamp) -> datetime:
         site.mark_usage_updated(stamp)
         return stamp.at
 
-    click.echo(f"usage updated at {session(ctx).change(mark, reason, actor).isoformat()}")
+    at = session(ctx).change(mark, reason, actor)
+    if verbose:
+        # flux account-update-usage -v's log lines, stamped with the ledger's time of the
+        # update (its scripts grep for "INFO: beginning job-usage update").
+        when = at.strftime("%Y-%m-%d %H:%M:%S")
+        for line in (
+            "beginning job-usage update for flux-accounting DB; slow response times may occur",
+            "job-usage update for flux-accounting DB now complete",
+        ):
+            click.echo(f"{when}: INFO: {line}", err=True)
+    click.echo(f"usage updated at {at.isoformat()}")
 
 
 @click.command("update-fshare")

@@ -10,12 +10,14 @@ from cli.output import Output, output_options
 from cli.params import LIMIT, AsOf, as_of_option
 from cli.session import change_options, session
 from ledger.bounds import printable
+from ledger.errors import InvalidValue
 from ledger.limits import ASSOCIATION_LIMIT_FIELDS
 from ledger.usecases import users
 from projections.queries import site as queries
 from projections.writers.schema import ASSOCIATION_COLUMNS
 
-BIN_COLUMNS = ["username", "bank", "job_usage", "bins"]
+# view-user -J: the rows of flux-accounting's job_usage_per_association_table.
+PERIOD_COLUMNS = ["username", "userid", "bank", "period", "value"]
 
 
 def association_options(limit_type: Any) -> Any:
@@ -90,6 +92,7 @@ def edit_user(
     **given: Any,
 ) -> None:
     """Edit USERNAME's associations; -1 or 'unlimited' resets a field to its default."""
+    _check_queue_edits(given.get("queues"), add_queue, delete_queue)
     given["userid"] = userid
     recorded = session(ctx).change(
         lambda s, st: s.edit_user(
@@ -100,6 +103,23 @@ def edit_user(
     )
     if not recorded:
         click.echo(f"user {username}: nothing to change", err=True)
+
+
+def _check_queue_edits(
+    queues: str | None, add_queue: tuple[str, ...], delete_queue: tuple[str, ...]
+) -> None:
+    """flux-accounting's refusals, in its words: a full list and a change to it, or a queue
+    both added and removed, leave the intended list unclear."""
+    if queues is not None and (add_queue or delete_queue):
+        raise InvalidValue(
+            "cannot specify --queues with --add-queue or --delete-queue; use either full "
+            "replacement (--queues) or incremental operations (--add-queue/--delete-queue)"
+        )
+    both = [q for q in add_queue if q in delete_queue]
+    if both:
+        raise InvalidValue(
+            f"cannot pass queue to both --add-queue and --delete-queue: {', '.join(both)}"
+        )
 
 
 @click.command("delete-user")
@@ -122,9 +142,10 @@ def delete_user(
     "-J",
     "--job-usage",
     is_flag=True,
-    help="Usage bins per association, current period first (as of the last update).",
+    help="Usage per period (raw, newest first: period 0 is the current one) of each of the "
+    "user's associations, as of the last update. Not with --fields.",
 )
-@output_options
+@output_options(parsable=True)
 @as_of_option
 @click.pass_context
 def view_user(
@@ -136,18 +157,24 @@ def view_user(
     as_json: bool,
     fmt: str | None,
     fields: str | None,
+    parsable: bool,
 ) -> None:
-    """Show USERNAME's associations."""
+    """Show USERNAME's associations (JSON; a table with --parsable)."""
+    if job_usage and fields is not None:
+        # argparse's words: flux-accounting declares the two mutually exclusive.
+        raise click.UsageError("argument -J/--job-usage: not allowed with argument --fields")
+    out = Output(as_json, fmt, fields, parsable)
     conn = session(ctx).read(as_of)
-    rows = queries.user_rows(conn, username)
     if job_usage:
-        bins = queries.usage_bins(conn, username)
-        click.echo(Output(as_json, fmt, fields).render(bins, BIN_COLUMNS))
+        periods = queries.usage_periods(conn, username)
+        click.echo(out.render(periods, PERIOD_COLUMNS, default="json"))
         return
-    if list_banks:
+    columns = out.select(ASSOCIATION_COLUMNS)
+    rows = queries.user_rows(conn, username)
+    if list_banks and out.fmt is None:
         click.echo("\n".join(printable(r["bank"]) for r in rows))
         return
-    click.echo(Output(as_json, fmt, fields).render(rows, ASSOCIATION_COLUMNS))
+    click.echo(out.render(rows, columns, default="json"))
 
 
 @click.command("list-users")
@@ -168,7 +195,7 @@ def view_user(
 @click.option("-P", "--projects", default=None)
 @click.option("--default-project", default=None)
 @click.option("--max-sched-jobs", default=None)
-@output_options
+@output_options(short_json=True, short_fields=True)
 @as_of_option
 @click.pass_context
 def list_users(

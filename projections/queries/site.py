@@ -8,6 +8,7 @@ from typing import Any
 from ledger.errors import NotFound
 from ledger.state import CONFIG_KEYS, FACTOR_DEFAULTS
 from ledger.store.connections import Connection
+from ledger.usage import DEFAULT_HALF_LIFE, DEFAULT_RESET_PERIOD, UsageParams, bin_count
 from projections.writers.schema import (
     ASSOCIATION_COLUMNS,
     BANK_COLUMNS,
@@ -146,14 +147,38 @@ def config(conn: Connection, key: str) -> Row:
     return rows[0]
 
 
-def usage_bins(conn: Connection, username: str) -> list[Row]:
-    """The B+1 period totals behind each of the user's associations, newest first."""
+def usage_periods(conn: Connection, username: str) -> list[Row]:
+    """The user's usage per period, as flux-accounting's job_usage_per_association_table
+    rows (username, userid, bank, period, value): period 0 is the current one, each value the
+    raw charges of that period, for each of the user's associations in bank order. An
+    association no update-usage has reached yet shows zero periods, as flux-accounting's
+    add-user creates them."""
     rows = conn.query(
-        "SELECT a.username, a.bank, a.job_usage, b.bins FROM association_table a "
+        "SELECT a.username, a.userid, a.bank, b.bins FROM association_table a "
         "LEFT JOIN job_usage_bins b ON a.username = b.username AND a.bank = b.bank "
         "WHERE a.username = ? ORDER BY a.bank",
         (username,),
     )
-    for row in rows:
-        row["bins"] = json.loads(row["bins"]) if row["bins"] else []
-    return rows
+    return [
+        {
+            "username": row["username"],
+            "userid": row["userid"],
+            "bank": row["bank"],
+            "period": period,
+            "value": value,
+        }
+        for row in rows
+        for period, value in enumerate(
+            json.loads(row["bins"]) if row["bins"] else [0.0] * (_past_periods(conn) + 1)
+        )
+    ]
+
+
+def _past_periods(conn: Connection) -> int:
+    values = {r["key"]: r["value"] for r in configs(conn)}
+    params = UsageParams(
+        epoch=0.0,
+        half_life=float(values.get("priority_decay_half_life", DEFAULT_HALF_LIFE)),
+        reset_period=float(values.get("priority_usage_reset_period", DEFAULT_RESET_PERIOD)),
+    )
+    return bin_count(params)

@@ -68,11 +68,11 @@ def test_state_usage_and_fairshare_as_of(ledger_store: Store) -> None:
     }
     now = users(ledger_store, T0 + 600)
     assert now["bob"][1] == 1 / 3 or round(now["bob"][1], 6) == 0.333333
-    bank = json.loads(
+    (bank,) = json.loads(
         ledger_store.run("view-bank", "A", "--json", "--as-of", str(T0 + 250), now=T0 + 600).stdout
     )
     assert bank["shares"] == 1
-    queue = json.loads(
+    (queue,) = json.loads(
         ledger_store.run(
             "view-queue", "gold", "--json", "--as-of", str(T0 + 250), now=T0 + 600
         ).stdout

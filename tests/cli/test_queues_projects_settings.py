@@ -27,12 +27,16 @@ def test_queues(ledger_store: Store) -> None:
     }
     assert rows[1]["priority"] == -10
     ledger_store.run("edit-queue", "gold", "--priority", "-5", "--max-running-jobs", "-1")
-    row = json.loads(ledger_store.run("view-queue", "gold", "--json").stdout)
+    (row,) = json.loads(ledger_store.run("view-queue", "gold").stdout)
     assert (row["priority"], row["max_running_jobs"]) == (-5, 100)
     ledger_store.run("add-bank", "root", "1")
     ledger_store.run("add-user", "-u", "amy", "-B", "root", "-q", "gold")
     result = ledger_store.run("delete-queue", "gold")
-    assert result.stderr == "WARNING: associations still list queue gold: amy/root\n"
+    assert result.stdout == (
+        "WARNING: user(s) in the association_table still reference this queue. Make sure to "
+        "edit user rows to account for this deleted queue.\n"
+    )
+    assert result.stderr == "fairledger: associations listing queue gold: amy/root\n"
     assert [r["queue"] for r in json.loads(ledger_store.run("list-queues", "--json").stdout)] == [
         "standby"
     ]
@@ -58,11 +62,9 @@ def test_projects(ledger_store: Store) -> None:
         {"project_id": 1, "project": "*", "usage": 0.0}
     ]
     ledger_store.run("add-project", "climate")
-    assert json.loads(ledger_store.run("view-project", "climate", "--json").stdout) == {
-        "project_id": 2,
-        "project": "climate",
-        "usage": 0.0,
-    }
+    assert json.loads(ledger_store.run("view-project", "climate").stdout) == [
+        {"project_id": 2, "project": "climate", "usage": 0.0}
+    ]
     assert (
         ledger_store.run("add-project", "climate", expect=1).stderr
         == "fairledger: project climate already exists in project_table\n"
@@ -83,17 +85,16 @@ def test_factors(ledger_store: Store) -> None:
         {"factor": "urgency", "weight": 1000},
     ]
     ledger_store.run("edit-factor", "--factor", "bank", "--weight", "50")
-    assert json.loads(ledger_store.run("view-factor", "bank", "--json").stdout) == {
-        "factor": "bank",
-        "weight": 50,
-    }
+    assert json.loads(ledger_store.run("view-factor", "bank", "--json").stdout) == [
+        {"factor": "bank", "weight": 50}
+    ]
     assert (
         ledger_store.run("edit-factor", "--factor", "age", "--weight", "1", expect=1).stderr
         == "fairledger: factor age not found; choose one of fairshare, queue, bank, urgency\n"
     )
     ledger_store.run("edit-factor", "--factor", "bank", "--weight", "x", expect=2)
     ledger_store.run("reset-factors")
-    assert json.loads(ledger_store.run("view-factor", "bank", "--json").stdout)["weight"] == 0
+    assert json.loads(ledger_store.run("view-factor", "bank", "--json").stdout)[0]["weight"] == 0
 
 
 def test_config(ledger_store: Store) -> None:
@@ -134,7 +135,6 @@ def test_config(ledger_store: Store) -> None:
     }.items():
         assert ledger_store.run(*args, expect=1).stderr == f"fairledger: {message}\n", args
     assert ledger_store.log_position() == before
-    assert json.loads(ledger_store.run("view-config", "core_weight", "--json").stdout) == {
-        "key": "core_weight",
-        "value": "2.0",
-    }
+    assert json.loads(ledger_store.run("view-config", "core_weight", "--json").stdout) == [
+        {"key": "core_weight", "value": "2.0"}
+    ]

@@ -133,7 +133,16 @@ def test_edit_user_errors(ledger_store: Store) -> None:
             "batch",
             "--add-queue",
             "gpu",
-        ): "--queues cannot be combined with --add-queue/--delete-queue",
+        ): "cannot specify --queues with --add-queue or --delete-queue; use either full "
+        "replacement (--queues) or incremental operations (--add-queue/--delete-queue)",
+        (
+            "edit-user",
+            "bob",
+            "--add-queue",
+            "batch",
+            "--delete-queue",
+            "batch",
+        ): "cannot pass queue to both --add-queue and --delete-queue: batch",
         (
             "edit-user",
             "bob",
