@@ -256,8 +256,9 @@ def test_a_source_that_breaks_our_rules_imports_with_stated_fixes(
     # The opening balance: bins [8, 4] decayed by D^k hold raw charges [8, 8] in the current
     # and previous period: usage 8 + 0.5 * 8 = 12, as the source had it.
     store.run("update-usage", now=T0 + 60)
-    (usage,) = json.loads(store.run("view-user", "bob", "-J", "--json", now=T0 + 60).stdout)
-    assert usage["bins"][:2] == [8.0, 8.0] and usage["job_usage"] == 12.0
+    periods = json.loads(store.run("view-user", "bob", "-J", now=T0 + 60).stdout)
+    assert [p["value"] for p in periods[:2]] == [8.0, 8.0]
+    assert json.loads(store.run("view-user", "bob", now=T0 + 60).stdout)[0]["job_usage"] == 12.0
     # Each fix is recorded with the events it changed: reason and source.
     history = json.loads(store.run("history", "--bank", "A_4", "--json", now=T0 + 60).stdout)
     assert 'fix: duplicate bank name "A" renamed "A_4"' in history[0]["reason"]
@@ -371,9 +372,10 @@ def test_the_opening_balance_and_the_jobs_it_holds(store: Store, tmp_path: Path)
     assert sorted(int(j["id"]) for j in jobs) == [11, 12, 13]
     # usage = the balance (100 + 0.5 * 100 raw) + the job flux-accounting had not charged yet.
     store.run("update-usage", now=T0 + 60)
-    (alice,) = json.loads(store.run("view-user", "alice", "-J", "--json", now=T0 + 60).stdout)
+    (alice,) = json.loads(store.run("view-user", "alice", now=T0 + 60).stdout)
     assert alice["job_usage"] == 150.0 + 40.0
-    assert alice["bins"][:2] == [140.0, 100.0]
+    periods = json.loads(store.run("view-user", "alice", "-J", now=T0 + 60).stdout)
+    assert [p["value"] for p in periods[:2]] == [140.0, 100.0]
     # As of the import, from the jobs and the balance recorded by then: the same usage.
     (then,) = json.loads(
         store.run("view-user", "alice", "--json", "--as-of", str(T0), now=T0 + 60).stdout

@@ -58,8 +58,16 @@ def update(store: Store, now: float) -> None:
 
 
 def bins(store: Store, user: str, now: float) -> dict[str, tuple[float, list[float]]]:
-    rows = json.loads(store.run("view-user", user, "-J", "--json", now=now).stdout)
-    return {r["bank"]: (r["job_usage"], r["bins"]) for r in rows}
+    """Per bank: the association's job_usage (view-user) and its periods, newest first
+    (view-user -J: flux-accounting's job_usage_per_association_table rows)."""
+    usage = {
+        r["bank"]: r["job_usage"] for r in json.loads(store.run("view-user", user, now=now).stdout)
+    }
+    periods: dict[str, list[float]] = {}
+    for r in json.loads(store.run("view-user", user, "-J", now=now).stdout):
+        assert r["period"] == len(periods.setdefault(r["bank"], []))
+        periods[r["bank"]].append(r["value"])
+    return {bank: (usage[bank], periods[bank]) for bank in periods}
 
 
 def usage(store: Store, now: float, *filters: str) -> dict[tuple[str, str], float]:
