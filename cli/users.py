@@ -16,6 +16,10 @@ from projections.queries import site as queries
 from projections.writers.schema import ASSOCIATION_COLUMNS
 
 BIN_COLUMNS = ["username", "bank", "job_usage", "bins"]
+FAIRSHARE_HELP = (
+    "Set the fair-share (0 to 1; -1 resets to 0.5), in force until the next update-fshare "
+    "ranks the association."
+)
 
 
 def association_options(limit_type: Any) -> Any:
@@ -52,6 +56,12 @@ def association_options(limit_type: Any) -> Any:
     help="Numeric user id (default: the user's existing one, else the system's).",
 )
 @association_options(int)
+@click.option(
+    "--fairshare",
+    default=None,
+    help="Start with this fair-share (0 to 1) instead of 0.5, until the next update-fshare "
+    "ranks the association.",
+)
 @change_options
 @click.pass_context
 def add_user(
@@ -59,12 +69,13 @@ def add_user(
     username: str,
     bank: str,
     userid: int | None,
+    fairshare: str | None,
     actor: str | None,
     reason: str | None,
     **given: Any,
 ) -> None:
     """Add an association (USERNAME in BANK), or reactivate it with the values given."""
-    users.add_user(session(ctx), username, bank, userid, given, actor, reason)
+    users.add_user(session(ctx), username, bank, userid, given, actor, reason, fairshare)
 
 
 @click.command("edit-user")
@@ -75,6 +86,7 @@ def add_user(
 @click.option("--add-queue", multiple=True, help="Add a queue (repeatable).")
 @click.option("--delete-queue", multiple=True, help="Remove a queue (repeatable).")
 @association_options(LIMIT)
+@click.option("--fairshare", default=None, help=FAIRSHARE_HELP)
 @change_options
 @click.pass_context
 def edit_user(
@@ -85,18 +97,24 @@ def edit_user(
     default_bank: str | None,
     add_queue: tuple[str, ...],
     delete_queue: tuple[str, ...],
+    fairshare: str | None,
     actor: str | None,
     reason: str | None,
     **given: Any,
 ) -> None:
     """Edit USERNAME's associations; -1 or 'unlimited' resets a field to its default."""
     given["userid"] = userid
-    recorded = session(ctx).change(
-        lambda s, st: s.edit_user(
-            st, username, bank, given, list(add_queue), list(delete_queue), default_bank
-        ),
-        reason,
+    recorded = users.edit_user(
+        session(ctx),
+        username,
+        bank,
+        given,
+        list(add_queue),
+        list(delete_queue),
+        default_bank,
+        fairshare,
         actor,
+        reason,
     )
     if not recorded:
         click.echo(f"user {username}: nothing to change", err=True)

@@ -283,7 +283,7 @@ def contributions(
     for r in rows:
         t_inactive = float(r["t_inactive"])
         period = period_of(t_inactive, params)
-        if not first <= period <= current or t_inactive <= assoc.ignore_older_than:
+        if not first <= period <= current or t_inactive <= state.usage_cutoff(assoc):
             continue
         if resolver.resolve(r["userid"], r["username"], r["bank"]) != key:
             continue
