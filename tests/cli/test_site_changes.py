@@ -142,6 +142,18 @@ def test_a_fairshare_set_by_hand_is_in_force_until_a_walk_ranks_it(
     assert lines[-1].endswith("edit-user alice/A: fairshare 0.5 → 0.25")
 
 
+def test_explain_job_says_a_fairshare_was_set_by_hand(usage_store: Store, tmp_path: Path) -> None:
+    at = period(0, 10)
+    usage_store.run("edit-user", "alice", "--fairshare", "0.25", "--actor", "ops", now=at)
+    job = charged(7, 10, end=at + 30, t_submit=at + 5)
+    ingest(usage_store, tmp_path, at + 40, job)
+    text = usage_store.run("explain-job", "7", now=at + 50).stdout
+    assert "fair-share 0.25: set by hand (--fairshare) by " in text
+    assert "brought over by the import" not in text
+    data = json.loads(usage_store.run("explain-job", "7", "--json", now=at + 50).stdout)
+    assert data["fairshare"] == 0.25 and data["fairshare_set_by"] in ("ops", "postgres")
+
+
 def test_an_inactive_association_keeps_a_value_set_after_its_last_walk(
     usage_store: Store,
 ) -> None:
