@@ -10,8 +10,8 @@ import click
 
 from cli.ingest_output import shown_notes, summary
 from cli.output import Output, output_options
-from cli.record_format import RecordFormat
 from cli.params import TIME, AsOf, as_of_option
+from cli.record_format import RecordFormat
 from cli.session import change_options, session
 from ledger.errors import InvalidValue
 from ledger.job_ids import parse_job_id

@@ -44,8 +44,8 @@ def _fsd(seconds: float) -> str:
         return f"{seconds:.03f}s"
     for limit, unit, size in ((60.0, "s", 1.0), (3600.0, "m", 60.0), (86400.0, "h", 3600.0)):
         if seconds < limit:
-            return "%.4g%s" % (seconds / size, unit)
-    return "%.4gd" % (seconds / 86400.0)
+            return f"{seconds / size:.4g}{unit}"
+    return f"{seconds / 86400.0:.4g}d"
 
 
 def _hms(seconds: float) -> str:
@@ -69,6 +69,9 @@ _CONVERT: dict[str, Callable[[Any], Any]] = {
     "H": lambda v: "" if v == "" else _hms(v),
     "P": lambda v: "" if v == "" else _percent(v),
 }
+
+
+_STANDARD: dict[str, Callable[[Any], str]] = {"r": repr, "s": str, "a": ascii}
 
 
 def _empty_outputs() -> tuple[str, ...]:
@@ -96,8 +99,7 @@ class RecordFormat:
             if field not in allowed:
                 # flux-accounting's words (scripts grep for them), then what would do.
                 raise InvalidValue(
-                    f"Unknown format field: {field or '{}'} "
-                    f"(available: {', '.join(allowed)})"
+                    f"Unknown format field: {field or '{}'} (available: {', '.join(allowed)})"
                 )
             if "{" in spec:
                 raise InvalidValue(f"invalid format string {fmt!r}: nested fields in a spec")
@@ -138,7 +140,7 @@ class RecordFormat:
             if conv in _CONVERT:
                 value = _CONVERT[conv](value)
             elif conv is not None:
-                value = {"r": repr, "s": str, "a": ascii}[conv](value)
+                value = _STANDARD[conv](value)
             truncate = spec.endswith("+")
             spec = spec.removesuffix("+")
             if spec.endswith("h") and not isinstance(value, datetime):

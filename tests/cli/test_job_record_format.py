@@ -72,7 +72,8 @@ def test_format_with_python_specs_and_every_jobid_form(store: Store) -> None:
         "jobid.dec        |jobid.hex|jobid.dothex|jobid.kvs|jobid.f58plain|jobid.f58|      jobid\n"
         "6787342413402046 |0x181d0d4d850fbe|0018.1d0d.4d85.0fbe|job.0018.1d0d.4d85.0fbe"
         "|fuzzybunny|ƒuzzybunny| ƒuzzybunny\n"
-        "65535            |0xffff|0000.0000.0000.ffff|job.0000.0000.0000.ffff|fLUv|ƒLUv|       ƒLUv\n"
+        "65535            |0xffff|0000.0000.0000.ffff|job.0000.0000.0000.ffff"
+        "|fLUv|ƒLUv|       ƒLUv\n"
         "\n"
     )
     words = store.run("view-job-records", "-o", "{jobid.words} {jobid.emoji}").stdout
@@ -134,7 +135,8 @@ def test_a_bad_format_is_one_line(store: Store, fmt: str, message: str) -> None:
 
 def test_a_bad_format_is_refused_with_no_jobs_too(store: Store) -> None:
     store.run("create-db")
-    assert "Unknown format field: foo" in store.run("view-job-records", "-o", "{foo}", expect=1).stderr
+    refused = store.run("view-job-records", "-o", "{foo}", expect=1)
+    assert "Unknown format field: foo" in refused.stderr
 
 
 def test_format_answers_as_of(store: Store) -> None:
