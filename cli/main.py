@@ -9,6 +9,7 @@ import click
 from cli import (
     admin,
     audit,
+    bank_info,
     banks,
     demo,
     fetch,
@@ -118,6 +119,7 @@ for module in (
     audit,
     reports,
     demo,
+    bank_info,
 ):
     for command in module.COMMANDS:
         cli.add_command(command)
