@@ -59,9 +59,7 @@ def node_line(node: ShareNode, default_bank: str | None, verbose: bool, parsable
 @click.option("-n", "--noheader", is_flag=True, help="Leave out the header line.")
 @click.option("-x", "--exclude", metavar="BANK", default=None, help="Do not show BANK.")
 @click.option("-t", "--tree", metavar="BANK", default=None, help="BANK and all below it.")
-@click.option(
-    "-T", "--tree-no-users", metavar="BANK", default=None, help="BANK and its sub-banks."
-)
+@click.option("-T", "--tree-no-users", metavar="BANK", default=None, help="BANK and its sub-banks.")
 @click.option("-r", "--to-root", metavar="BANK", default=None, help="BANK and its parents.")
 @click.option(
     "-u", "--user", metavar="USER", default=None, help="Every bank of USER, up to the root."

@@ -60,9 +60,7 @@ def bank_info(s: Session, asked: BankInfoRequest, as_of: AsOf | None = None) -> 
     ]
     rows = queries.associations(conn)
     users = [
-        UserRow(
-            r["username"], r["bank"], int(r["shares"]), float(r["job_usage"]), r["fairshare"]
-        )
+        UserRow(r["username"], r["bank"], int(r["shares"]), float(r["job_usage"]), r["fairshare"])
         for r in rows
     ]
     root = share_tree(banks, users)

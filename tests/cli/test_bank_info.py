@@ -84,8 +84,9 @@ def test_user_paths_mark_the_default_bank(store: Store) -> None:
     # A path through an excluded bank is left out whole.
     excluded = store.run("bank-info", "-u", "me", "-x", "A", "-n", "-P").stdout
     assert (
-        excluded
-        == "root|1|1.000000|1.000000|inf\n C|1|0.333333|0.000000|--\n   me|1|0.333333|0.000000|0.500\n"
+        excluded == "root|1|1.000000|1.000000|inf\n"
+        " C|1|0.333333|0.000000|--\n"
+        "   me|1|0.333333|0.000000|0.500\n"
     )
 
 
