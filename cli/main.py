@@ -20,6 +20,7 @@ from cli import (
     queues,
     reports,
     settings,
+    show_usage,
     usage,
     users,
 )
@@ -120,6 +121,7 @@ for module in (
     reports,
     demo,
     bank_info,
+    show_usage,
 ):
     for command in module.COMMANDS:
         cli.add_command(command)
