@@ -13,8 +13,12 @@ from ledger.bounds import printable
 from ledger.usecases.bank_info import BankInfoRequest, bank_info
 
 # The four views, as flux-accounting's mutually exclusive group names them.
-_VIEWS = (("tree", "-t/--tree"), ("tree_no_users", "-T/--tree-no-users"))
-_VIEWS += (("to_root", "-r/--to-root"), ("user", "-u/--user"))
+_VIEWS = [
+    ("tree", "-t/--tree"),
+    ("tree_no_users", "-T/--tree-no-users"),
+    ("to_root", "-r/--to-root"),
+    ("user", "-u/--user"),
+]
 
 
 def header(verbose: bool, parsable: bool) -> str:
