@@ -12,6 +12,7 @@ from cli import (
     bank_info,
     banks,
     demo,
+    fairshare_emulate,
     fetch,
     jobs,
     migrate,
@@ -122,6 +123,7 @@ for module in (
     demo,
     bank_info,
     show_usage,
+    fairshare_emulate,
 ):
     for command in module.COMMANDS:
         cli.add_command(command)
