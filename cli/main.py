@@ -15,6 +15,7 @@ from cli import (
     fairshare_emulate,
     fetch,
     jobs,
+    live_jobs,
     migrate,
     priority,
     projects,
@@ -124,6 +125,7 @@ for module in (
     bank_info,
     show_usage,
     fairshare_emulate,
+    live_jobs,
 ):
     for command in module.COMMANDS:
         cli.add_command(command)
