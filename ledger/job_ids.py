@@ -214,7 +214,7 @@ def parse_job_id(text: str) -> int:
     # with "f", so they are recognised by their dots and dashes before the f58 prefix is tried.
     if "." in candidate:
         return _decode_dothex(candidate, text)
-    if "-" in candidate:
+    if "-" in candidate and candidate[:1].isalpha():  # "-5" is a bad number, not words
         return _decode_words(candidate, text)
     if candidate.startswith((F58_PREFIX, F58_ASCII_PREFIX)):
         return decode_f58(candidate)

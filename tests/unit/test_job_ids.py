@@ -76,6 +76,11 @@ def test_bad_forms_are_refused(text: str) -> None:
         parse_job_id(text)
 
 
+def test_a_negative_number_is_not_taken_for_words() -> None:
+    with pytest.raises(JobIdError, match="not f58, decimal"):
+        parse_job_id("-5")
+
+
 def test_unknown_form_is_refused() -> None:
     with pytest.raises(JobIdError, match="not a job ID form"):
         format_job_id(1, "octal")
