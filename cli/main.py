@@ -9,10 +9,13 @@ import click
 from cli import (
     admin,
     audit,
+    bank_info,
     banks,
     demo,
+    fairshare_emulate,
     fetch,
     jobs,
+    live_jobs,
     maintenance,
     migrate,
     priority,
@@ -20,6 +23,7 @@ from cli import (
     queues,
     reports,
     settings,
+    show_usage,
     usage,
     users,
 )
@@ -120,6 +124,10 @@ for module in (
     audit,
     reports,
     demo,
+    bank_info,
+    show_usage,
+    fairshare_emulate,
+    live_jobs,
 ):
     for command in module.COMMANDS:
         cli.add_command(command)
