@@ -183,18 +183,27 @@ class Ledger(Application):
         return ledger
 
     @classmethod
-    def make_tables(cls, store: StoreConfig) -> None:
+    def make_tables(cls, store: StoreConfig, conn: Connection | None = None) -> None:
         """Create the event store's tables and the log's own (create-db only: concurrent DDL
-        from every command would race in PostgreSQL's catalog)."""
-        ensure_schema(store)
-        cls(store, create_tables=True).close()
-        conn = Connection(store)
+        from every command would race in PostgreSQL's catalog); on PostgreSQL through `conn`
+        when given, the command's one connection."""
+        shared = conn if store.is_postgres else None
+        ensure_schema(store, conn=shared)
+        cls(store, create_tables=True, conn=shared).close()
+        own = shared is None
+        conn = Connection(store) if own else shared
+        assert conn is not None
         try:
             with conn.transaction():
                 log_tables.create_tables(conn, log_tables.missing_tables(conn))
+            if own:
+                append_only.install(store, append_only.table_names(store))
+            else:
+                with conn.transaction():
+                    append_only.install_in(conn, append_only.table_names(store))
         finally:
-            conn.close()
-        append_only.install(store, append_only.table_names(store))
+            if own:
+                conn.close()
 
     def initialize(
         self, half_life: float, reset_period: float, decay_factor: float, reason: str = ""

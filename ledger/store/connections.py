@@ -340,13 +340,19 @@ def is_permission_error(err: BaseException) -> bool:
     return getattr(err, "sqlstate", None) == "42501"
 
 
-def ensure_schema(config: StoreConfig, group_readable: bool = False) -> None:
-    """The place for a new ledger: its PostgreSQL schema, or its SQLite file, created 0600
-    (0640 with `group_readable`) whatever the umask, since the log holds every user's usage.
-    An existing file keeps its mode."""
+def ensure_schema(
+    config: StoreConfig, group_readable: bool = False, conn: Connection | None = None
+) -> None:
+    """The place for a new ledger: its PostgreSQL schema (through `conn` when given), or its
+    SQLite file, created 0600 (0640 with `group_readable`) whatever the umask, since the log
+    holds every user's usage. An existing file keeps its mode."""
     if config.is_postgres:
-        with postgres_admin_connect(config) as conn:
-            conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{config.schema}"')
+        ddl = f'CREATE SCHEMA IF NOT EXISTS "{config.schema}"'
+        if conn is not None:
+            conn.raw.execute(ddl)
+            return
+        with postgres_admin_connect(config) as raw:
+            raw.execute(ddl)
         return
     os.makedirs(os.path.dirname(config.path) or ".", exist_ok=True)
     mode = SQLITE_GROUP_READABLE_MODE if group_readable else SQLITE_FILE_MODE

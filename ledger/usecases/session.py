@@ -84,7 +84,7 @@ class Session:
         reason: str,
     ) -> Ledger:
         """A new ledger at this session's store, its first events projected as they land."""
-        Ledger.make_tables(self.store)
+        Ledger.make_tables(self.store, self.conn if self.store.is_postgres else None)
         ledger = Ledger(self.store, now=now, actor=actor, conn=self.conn)
         runner.attach(ledger)
         runner.prepare(self.conn, ledger)
