@@ -52,6 +52,12 @@ def _pg_reachable() -> str | None:
         return str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The slowest tests (`@pytest.mark.slow`) first: in parallel the other worker takes the
+    rest meanwhile, instead of one core waiting on a long test at the end."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 @dataclass
 class Store:
     kind: str
