@@ -9,6 +9,9 @@ a small filesystem. Every write of the ledger goes through these connections
 (ledger.store.application); the eventsourcing library's own connection only reads, and writes
 the snapshots after a commit, which may fail harmlessly. The cap never shrinks a file: a value
 below its size holds it at its size.
+
+On PostgreSQL a command holds one connection: the library's recorders borrow it
+(SharedConnectionPool) instead of opening a pool of their own.
 """
 
 from __future__ import annotations
