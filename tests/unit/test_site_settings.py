@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from ledger.errors import AlreadyExists, InvalidValue, LedgerError, NotFound
-from ledger.state import INTEGER_MAX, QUEUE_DEFAULTS
+from ledger.limits import UNLIMITED
+from ledger.state import QUEUE_DEFAULTS
 from tests.unit.site_events import (
     Command,
     bank,
@@ -207,4 +208,4 @@ def test_config_refusals(
 def test_an_unlimited_word_is_not_a_queue_limit_value_but_its_default() -> None:
     site = given(queue("gold", max_nodes=4))
     ((_name, body),) = then(site, lambda s, st: s.edit_queue(st, "gold", {"max_nodes": -1}))
-    assert body["changes"] == {"max_nodes": [4, INTEGER_MAX]}
+    assert body["changes"] == {"max_nodes": [4, UNLIMITED]}

@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 from ledger.errors import AlreadyExists, InvalidValue, NotFound
-from ledger.state import ASSOCIATION_DEFAULTS, INTEGER_MAX
+from ledger.limits import UNLIMITED
+from ledger.state import ASSOCIATION_DEFAULTS
 from tests.unit.site_events import Command, bank, given, project, queue, refused, then, user
 
 
@@ -137,7 +138,7 @@ def test_edit_user_changes_every_association_unless_a_bank_is_named() -> None:
             {
                 "username": "bob",
                 "bank": bank_name,
-                "changes": {"max_nodes": [INTEGER_MAX, 4], "shares": [1, 3]},
+                "changes": {"max_nodes": [UNLIMITED, 4], "shares": [1, 3]},
             },
         )
         for bank_name in ("chemistry", "physics")
@@ -152,7 +153,7 @@ def test_limits_reset_to_their_defaults(reset: Any) -> None:
     fields = {"max_nodes": reset, "shares": reset, "max_running_jobs": reset}
     ((_name, body),) = then(site, lambda s, st: s.edit_user(st, "bob", "physics", fields))
     assert body["changes"] == {
-        "max_nodes": [8, INTEGER_MAX],
+        "max_nodes": [8, UNLIMITED],
         "shares": [5, 1],
         "max_running_jobs": [2, 5],
     }
