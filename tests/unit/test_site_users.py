@@ -166,12 +166,13 @@ def test_queues_added_and_deleted_keep_their_order() -> None:
     assert site.state.associations["bob"]["physics"].queues == "gpu,debug"
 
 
-def test_a_default_project_joins_the_projects() -> None:
+def test_a_default_project_is_appended_to_the_projects() -> None:
+    """After the others, as flux-accounting stores it."""
     site = given(*site_steps(), user("bob", "physics"))
     ((_name, body),) = then(
         site, lambda s, st: s.edit_user(st, "bob", "physics", {"default_project": "climate"})
     )
-    assert body["changes"] == {"default_project": ["*", "climate"], "projects": ["*", "climate,*"]}
+    assert body["changes"] == {"default_project": ["*", "climate"], "projects": ["*", "*,climate"]}
 
 
 def test_default_bank_is_among_active_associations() -> None:
