@@ -274,7 +274,17 @@ def prepare(conn: Connection, ledger: Ledger) -> None:
             create_tables(conn)
         version = _tracked(conn, READ_MODEL_KEY)
     if version != schema.READ_MODEL_VERSION:
-        rebuild(ledger, conn)
+        try:
+            rebuild(ledger, conn)
+        except Unprojectable:
+            # A log an earlier release poisoned cannot be refolded until the doctor sets its
+            # events aside, and the doctor must still open it: lay the new tables out empty
+            # (nothing folded, so a read or write still names the cure) for its append to fold.
+            with conn.transaction():
+                log_tables.lock(conn)
+                drop_tables(conn)
+                create_tables(conn)
+                _FOLDED.pop(ledger, None)
 
 
 def rebuild(ledger: Ledger, conn: Connection) -> None:
