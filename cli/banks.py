@@ -6,14 +6,18 @@ from typing import Any
 
 import click
 
-from cli.output import Output, output_options, table
-from cli.params import AsOf, as_of_option
+from cli.output import NO_RESULTS, Output, output_options, table
+from cli.params import TIME, AsOf, as_of_option
 from cli.session import change_options, session
 from cli.tree import render_tree
 from ledger.errors import InvalidValue
 from projections.queries import site as queries
 from projections.writers.schema import BANK_COLUMNS
 
+IGNORE_OLDER_THAN_HELP = (
+    "Jobs under this bank (and the banks below it) that ended at or before this time do not "
+    "count toward usage (0: every job counts; default 0)."
+)
 USER_COLUMNS = ["username", "active", "default_bank", "shares", "job_usage", "fairshare"]
 
 
@@ -24,6 +28,7 @@ USER_COLUMNS = ["username", "active", "default_bank", "shares", "job_usage", "fa
 @click.argument("shares", type=int)
 @click.option("--parent-bank", default="", help="The parent bank ('' makes the root).")
 @click.option("--priority", type=float, default=None, help="Bank priority factor (default 0.0).")
+@click.option("--ignore-older-than", type=TIME, default=None, help=IGNORE_OLDER_THAN_HELP)
 @change_options
 @click.pass_context
 def add_bank(
@@ -32,12 +37,17 @@ def add_bank(
     shares: int,
     parent_bank: str,
     priority: float | None,
+    ignore_older_than: float | None,
     actor: str | None,
     reason: str | None,
 ) -> None:
     """Add BANK with SHARES under --parent-bank (or reactivate it)."""
     session(ctx).change(
-        lambda s, st: s.add_bank(st, bank, shares, parent_bank, priority), reason, actor
+        lambda s, st: s.add_bank(
+            st, bank, shares, parent_bank, priority, ignore_older_than=ignore_older_than
+        ),
+        reason,
+        actor,
     )
 
 
@@ -46,6 +56,7 @@ def add_bank(
 @click.option("--shares", type=int, default=None)
 @click.option("--parent-bank", default=None, help="Move the bank under another bank.")
 @click.option("--priority", type=float, default=None)
+@click.option("--ignore-older-than", type=TIME, default=None, help=IGNORE_OLDER_THAN_HELP)
 @change_options
 @click.pass_context
 def edit_bank(
@@ -54,12 +65,15 @@ def edit_bank(
     shares: int | None,
     parent_bank: str | None,
     priority: float | None,
+    ignore_older_than: float | None,
     actor: str | None,
     reason: str | None,
 ) -> None:
-    """Edit BANK's shares, parent or priority."""
+    """Edit BANK's shares, parent, priority or usage cutoff."""
     changed = session(ctx).change(
-        lambda s, st: s.edit_bank(st, bank, shares, parent_bank, priority), reason, actor
+        lambda s, st: s.edit_bank(st, bank, shares, parent_bank, priority, ignore_older_than),
+        reason,
+        actor,
     )
     if not changed:
         click.echo(f"bank {bank}: nothing to change", err=True)
@@ -96,7 +110,7 @@ def list_banks(
 ) -> None:
     """List banks."""
     rows = queries.banks(session(ctx).read(as_of), include_inactive=inactive)
-    click.echo(Output(as_json, fmt, fields).render(rows, BANK_COLUMNS))
+    click.echo(Output(as_json, fmt, fields).render(rows, BANK_COLUMNS, empty=NO_RESULTS))
 
 
 @click.command("view-bank")

@@ -96,12 +96,13 @@ class Output:
         rows: Sequence[dict[str, Any]],
         columns: Sequence[str],
         default: Style = "table",
-        empty: str = NO_RESULTS,
+        empty: str | None = None,
     ) -> str:
         """`-o` wins, then --json, then --parsable (a table), then the command's default.
-        No rows is the error `empty`, as flux-accounting has it."""
+        `empty`: the error no rows is (flux-accounting's listings refuse an empty result,
+        usually with NO_RESULTS); None prints the empty listing."""
         chosen = self.select(columns)
-        if not rows:
+        if not rows and empty is not None:
             raise NotFound(empty)
         picked = [{c: row[c] for c in chosen} for row in rows]
         if self.fmt is not None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from cli.output import Output, output_options
+from cli.output import NO_RESULTS, Output, output_options
 from cli.params import AsOf, as_of_option
 from cli.session import change_options, session
 from projections.queries import site as queries
@@ -69,7 +69,7 @@ def list_projects(
 ) -> None:
     """List projects."""
     rows = queries.projects(session(ctx).read(as_of))
-    click.echo(Output(as_json, fmt, fields).render(rows, PROJECT_COLUMNS))
+    click.echo(Output(as_json, fmt, fields).render(rows, PROJECT_COLUMNS, empty=NO_RESULTS))
 
 
 COMMANDS = [add_project, delete_project, view_project, list_projects]

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from cli.output import Output, output_options
+from cli.output import NO_RESULTS, Output, output_options
 from cli.params import AsOf, as_of_option
 from cli.session import change_options, session
 from projections.queries import site as queries
@@ -110,7 +110,7 @@ def list_queues(
 ) -> None:
     """List queues."""
     rows = queries.queues(session(ctx).read(as_of))
-    click.echo(Output(as_json, fmt, fields).render(rows, QUEUE_COLUMNS))
+    click.echo(Output(as_json, fmt, fields).render(rows, QUEUE_COLUMNS, empty=NO_RESULTS))
 
 
 COMMANDS = [add_queue, edit_queue, delete_queue, view_queue, list_queues]

@@ -115,6 +115,7 @@ def _explanation_json(e: Explanation) -> dict[str, Any]:
         "snapshot": _moment_json(e.snapshot),
         "fairshare_from": _moment_json(e.source),
         "fairshare_imported": _moment_json(e.imported),
+        "fairshare_set_by": e.set_by,
         "fairshare": e.fairshare,
         "rank": e.rank,
         "ranked": e.ranked,
@@ -180,6 +181,12 @@ def _explanation_text(e: Explanation) -> str:
 
 def _fairshare_line(e: Explanation) -> str:
     user, bank = e.association
+    if e.imported is not None and e.set_by is not None:
+        return (
+            f"fair-share {e.fairshare}: set by hand (--fairshare) by {e.set_by} at "
+            f"{iso(e.imported.event_time)} (log position {e.imported.position}); "
+            "in force until an update-fshare ranks it"
+        )
     if e.imported is not None:
         return (
             f"fair-share {e.fairshare}: the value flux-accounting had stored, brought over by "

@@ -1,11 +1,11 @@
 """Priority factor weights and config: edit-factor, view-factor, list-factors, reset-factors,
-edit-config, view-config, list-configs."""
+edit-config, add-config, delete-config, view-config, list-configs."""
 
 from __future__ import annotations
 
 import click
 
-from cli.output import Output, output_options
+from cli.output import NO_RESULTS, Output, output_options
 from cli.params import AsOf, as_of_option
 from cli.session import change_options, session
 from ledger.errors import InvalidValue
@@ -54,7 +54,7 @@ def list_factors(
 ) -> None:
     """List priority factor weights."""
     rows = queries.factors(session(ctx).read(as_of))
-    click.echo(Output(as_json, fmt, fields).render(rows, FACTOR_COLUMNS))
+    click.echo(Output(as_json, fmt, fields).render(rows, FACTOR_COLUMNS, empty=NO_RESULTS))
 
 
 @click.command("reset-factors")
@@ -90,6 +90,25 @@ def edit_config(
         click.echo("config: nothing to change", err=True)
 
 
+@click.command("add-config")
+@click.argument("setting", metavar="KEY=VALUE")
+@change_options
+@click.pass_context
+def add_config(ctx: click.Context, setting: str, actor: str | None, reason: str | None) -> None:
+    """Add a config key of the site's own (the core keys always exist: use edit-config)."""
+    ((key, value),) = _pairs((setting,))
+    session(ctx).change(lambda s, st: s.add_config(st, key, value), reason, actor)
+
+
+@click.command("delete-config")
+@click.argument("key")
+@change_options
+@click.pass_context
+def delete_config(ctx: click.Context, key: str, actor: str | None, reason: str | None) -> None:
+    """Delete a key add-config added (the core keys cannot be deleted)."""
+    session(ctx).change(lambda s, st: s.delete_config(st, key), reason, actor)
+
+
 @click.command("view-config")
 @click.argument("key")
 @output_options
@@ -117,7 +136,7 @@ def list_configs(
 ) -> None:
     """List config keys and values."""
     rows = queries.configs(session(ctx).read(as_of))
-    click.echo(Output(as_json, fmt, fields).render(rows, CONFIG_COLUMNS))
+    click.echo(Output(as_json, fmt, fields).render(rows, CONFIG_COLUMNS, empty=NO_RESULTS))
 
 
 COMMANDS = [
@@ -126,6 +145,8 @@ COMMANDS = [
     list_factors,
     reset_factors,
     edit_config,
+    add_config,
+    delete_config,
     view_config,
     list_configs,
 ]

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from cli.output import Output, output_options
+from cli.output import NO_RESULTS, Output, output_options
 from cli.params import LIMIT, AsOf, as_of_option
 from cli.session import change_options, session
 from ledger.bounds import printable
@@ -18,6 +18,10 @@ from projections.writers.schema import ASSOCIATION_COLUMNS
 
 # view-user -J: the rows of flux-accounting's job_usage_per_association_table.
 PERIOD_COLUMNS = ["username", "userid", "bank", "period", "value"]
+FAIRSHARE_HELP = (
+    "Set the fair-share (0 to 1; -1 resets to 0.5), in force until the next update-fshare "
+    "ranks the association."
+)
 
 
 def association_options(limit_type: Any) -> Any:
@@ -54,6 +58,12 @@ def association_options(limit_type: Any) -> Any:
     help="Numeric user id (default: the user's existing one, else the system's).",
 )
 @association_options(int)
+@click.option(
+    "--fairshare",
+    default=None,
+    help="Start with this fair-share (0 to 1) instead of 0.5, until the next update-fshare "
+    "ranks the association.",
+)
 @change_options
 @click.pass_context
 def add_user(
@@ -61,12 +71,13 @@ def add_user(
     username: str,
     bank: str,
     userid: int | None,
+    fairshare: str | None,
     actor: str | None,
     reason: str | None,
     **given: Any,
 ) -> None:
     """Add an association (USERNAME in BANK), or reactivate it with the values given."""
-    users.add_user(session(ctx), username, bank, userid, given, actor, reason)
+    users.add_user(session(ctx), username, bank, userid, given, actor, reason, fairshare)
 
 
 @click.command("edit-user")
@@ -77,6 +88,7 @@ def add_user(
 @click.option("--add-queue", multiple=True, help="Add a queue (repeatable).")
 @click.option("--delete-queue", multiple=True, help="Remove a queue (repeatable).")
 @association_options(LIMIT)
+@click.option("--fairshare", default=None, help=FAIRSHARE_HELP)
 @change_options
 @click.pass_context
 def edit_user(
@@ -87,6 +99,7 @@ def edit_user(
     default_bank: str | None,
     add_queue: tuple[str, ...],
     delete_queue: tuple[str, ...],
+    fairshare: str | None,
     actor: str | None,
     reason: str | None,
     **given: Any,
@@ -94,12 +107,17 @@ def edit_user(
     """Edit USERNAME's associations; -1 or 'unlimited' resets a field to its default."""
     _check_queue_edits(given.get("queues"), add_queue, delete_queue)
     given["userid"] = userid
-    recorded = session(ctx).change(
-        lambda s, st: s.edit_user(
-            st, username, bank, given, list(add_queue), list(delete_queue), default_bank
-        ),
-        reason,
+    recorded = users.edit_user(
+        session(ctx),
+        username,
+        bank,
+        given,
+        list(add_queue),
+        list(delete_queue),
+        default_bank,
+        fairshare,
         actor,
+        reason,
     )
     if not recorded:
         click.echo(f"user {username}: nothing to change", err=True)
@@ -167,7 +185,7 @@ def view_user(
     conn = session(ctx).read(as_of)
     if job_usage:
         periods = queries.usage_periods(conn, username)
-        click.echo(out.render(periods, PERIOD_COLUMNS, default="json"))
+        click.echo(out.render(periods, PERIOD_COLUMNS, default="json", empty=NO_RESULTS))
         return
     columns = out.select(ASSOCIATION_COLUMNS)
     rows = queries.user_rows(conn, username)
@@ -216,7 +234,7 @@ def list_users(
                         f"{item!r} is not an integer", param_hint=f"--{name.replace('_', '-')}"
                     )
     rows = queries.associations(session(ctx).read(as_of), filters)
-    click.echo(Output(as_json, fmt, fields).render(rows, ASSOCIATION_COLUMNS))
+    click.echo(Output(as_json, fmt, fields).render(rows, ASSOCIATION_COLUMNS, empty=NO_RESULTS))
 
 
 COMMANDS = [add_user, edit_user, delete_user, view_user, list_users]

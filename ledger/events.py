@@ -171,3 +171,21 @@ class EventNeutralized(SiteEvent):
     site_version: int | None
     jobs: list[list[str]]
     summary: str
+
+
+class FairshareSet(SiteEvent):
+    """An association's fair-share set by hand (add-user/edit-user --fairshare): in force from
+    here until the next update-fshare whose walk ranks the association (as an opening
+    balance's stored value is; ledger.fairshare_in_force). `old` is the value it showed."""
+
+    username: str
+    bank: str
+    old: float | None
+    new: float
+
+
+class ConfigRemoved(SiteEvent):
+    """delete-config: a key added by add-config taken out (the core keys cannot be)."""
+
+    key: str
+    old: str

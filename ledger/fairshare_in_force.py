@@ -7,8 +7,9 @@ A walk (update-fshare) ranks the active associations only. The rules for everyth
 * An association a walk leaves out (inactive, or in an inactive bank) keeps the value the last
   walk that ranked it gave, as long as it is the association that walk saw: a removed and
   re-added association is a new one (its creation time differs) and starts again at 0.5.
-* An opening balance (an import) brings the value its source had stored; that value is in
-  force until a walk after it ranks the association.
+* An opening balance (an import) brings the value its source had stored, and add-user/edit-user
+  --fairshare (FairshareSet) sets one by hand; that value is in force until a walk after it
+  ranks the association.
 
 Pure: the projector (checkpoints and the association table) and time travel (as-of reads,
 explain-job, fairshare-history) call these same functions, so they cannot disagree.
@@ -97,14 +98,18 @@ class InForce:
 
 def in_force(given: Given | None, ranked_at: int, brought: tuple[int, float] | None) -> InForce:
     """The value in force: the one the last walk that ranked the association gave it (an
-    inactive one keeps it), else a new association's; an opening balance's stored value wins
-    until a walk after it ranks the association.
+    inactive one keeps it), else a new association's; a stored value (an opening balance's, or
+    one set with --fairshare) wins until a walk after it ranks the association.
 
     `given`: what the walk in force (at position `ranked_at`; 0 before any) left the
-    association; `brought`: the latest opening balance's (position, value) for it."""
-    ranked = given is not None and given.source is not None
-    if brought is not None and (brought[0] > ranked_at or not ranked):
-        return InForce(brought[1], None, brought[0])
+    association; `brought`: the latest stored value's (position, value) for it."""
     if given is None or given.source is None:
+        if brought is not None:
+            return InForce(brought[1], None, brought[0])
         return InForce(NEW_ASSOCIATION_FAIRSHARE, None, None)
+    # Compared with the walk that gave the value, not the walk in force: a walk that left the
+    # association out (inactive) does not undo a value stored after the one that ranked it,
+    # as it does not in the association's row (shown_after_walk).
+    if brought is not None and brought[0] > given.source:
+        return InForce(brought[1], None, brought[0])
     return InForce(given.fairshare, given.source, None)

@@ -71,6 +71,19 @@ def _(event: ev.ConfigChanged, state: SiteState) -> Touched:
 
 
 @_fold.register
+def _(event: ev.ConfigRemoved, state: SiteState) -> Touched:
+    state.config.pop(event.key, None)
+    return Touched(config=True)
+
+
+@_fold.register
+def _(event: ev.FairshareSet, state: SiteState) -> Touched:
+    # The value lives in the usage read models (association_table.fairshare, and as-of's
+    # fair-share in force), not in the site state.
+    return Touched()
+
+
+@_fold.register
 def _(event: ev.FactorWeightChanged, state: SiteState) -> Touched:
     state.factors[event.factor] = event.new
     return Touched(factors=True)
@@ -89,12 +102,27 @@ def _(event: ev.BankAdded, state: SiteState) -> Touched:
     return Touched(banks={event.bank})
 
 
+def _edit_bank(state: SiteState, name: str, changes: dict[str, list[Any]]) -> Touched:
+    bank = state.banks[name]
+    for field_name, (_old, new) in changes.items():
+        setattr(bank, field_name, new)
+    touched = Touched(banks={name})
+    if "ignore_older_than" in changes:
+        # flux-accounting keeps one cutoff per bank, which clear-usage also sets: setting it
+        # (back to 0, say) replaces the cutoff clear-usage left on the associations below, so
+        # their older jobs count again.
+        new = changes["ignore_older_than"][1]
+        below = {b.bank for b in state.subtree(name)}
+        for assoc in state.all_associations():
+            if assoc.bank in below and assoc.ignore_older_than != new:
+                assoc.ignore_older_than = new
+                touched.users.add(assoc.username)
+    return touched
+
+
 @_fold.register
 def _(event: ev.BankEdited, state: SiteState) -> Touched:
-    bank = state.banks[event.bank]
-    for name, (_old, new) in event.changes.items():
-        setattr(bank, name, new)
-    return Touched(banks={event.bank})
+    return _edit_bank(state, event.bank, event.changes)
 
 
 def _deactivate_subtree(
@@ -123,11 +151,8 @@ def _(event: ev.BankDeactivated, state: SiteState) -> Touched:
 
 @_fold.register
 def _(event: ev.BankReactivated, state: SiteState) -> Touched:
-    bank = state.banks[event.bank]
-    bank.active = True
-    for name, (_old, new) in event.changes.items():
-        setattr(bank, name, new)
-    return Touched(banks={event.bank})
+    state.banks[event.bank].active = True
+    return _edit_bank(state, event.bank, event.changes)
 
 
 @_fold.register
@@ -249,6 +274,12 @@ def _(event: ev.UsageCleared, state: SiteState) -> Touched:
     for username, bank in event.associations:
         state.associations[username][bank].ignore_older_than = event.ignore_older_than
         touched.users.add(username)
+    # The cleared bank keeps the cutoff, as flux-accounting's bank_table does: view-bank and
+    # export-db show it, and an association added below it later does not count older jobs.
+    cleared = state.banks.get(event.bank)
+    if cleared is not None:
+        cleared.ignore_older_than = event.ignore_older_than
+        touched.banks.add(event.bank)
     return touched
 
 

@@ -23,6 +23,7 @@ from ledger import import_events as iev
 from ledger.bounds import check_float, check_int, check_text
 from ledger.durations import format_seconds, parse_duration
 from ledger.errors import AlreadyExists, InvalidValue, NotFound
+from ledger.fairshare_in_force import NEW_ASSOCIATION_FAIRSHARE
 from ledger.limits import ASSOCIATION_LIMIT_FIELDS
 from ledger.reducers import fold
 from ledger.state import (
@@ -100,6 +101,7 @@ class Site(Aggregate):
         parent_bank: str,
         priority: float | None,
         bank_id: int | None = None,
+        ignore_older_than: float | None = None,
     ) -> None:
         """`bank_id` keeps an imported bank's id (default: the next free one)."""
         s = self.state
@@ -107,6 +109,8 @@ class Site(Aggregate):
         _check_shares(shares)
         if priority is not None:
             priority = _check_bank_priority(priority)
+        if ignore_older_than is not None:
+            ignore_older_than = _check_cutoff(ignore_older_than)
         existing = s.banks.get(bank)
         if existing is not None and existing.active:
             raise AlreadyExists(f"bank {bank} already exists")
@@ -118,9 +122,11 @@ class Site(Aggregate):
                 raise AlreadyExists(f"bank_table already has a root bank: {root.bank}")
         if existing is not None:
             # Reactivation takes the arguments given (flux-accounting ignores them: a bug).
-            wanted = {"shares": shares, "parent_bank": parent_bank}
+            wanted: dict[str, Any] = {"shares": shares, "parent_bank": parent_bank}
             if priority is not None:
                 wanted["priority"] = priority
+            if ignore_older_than is not None:
+                wanted["ignore_older_than"] = ignore_older_than
             if parent_bank and parent_bank != existing.parent_bank:
                 self._check_no_cycle(bank, parent_bank)
             changes = _diff(existing, wanted)
@@ -137,6 +143,15 @@ class Site(Aggregate):
             bank_id=s.next_bank_id if bank_id is None else bank_id,
             **stamp.kwargs(),
         )
+        if ignore_older_than:
+            # BankAdded has no cutoff field (its stored shape is fixed): the cutoff is the
+            # bank's first edit, in the same transaction.
+            self.trigger_event(
+                ev.BankEdited,
+                bank=bank,
+                changes={"ignore_older_than": [0.0, ignore_older_than]},
+                **stamp.kwargs(),
+            )
 
     def edit_bank(
         self,
@@ -145,9 +160,12 @@ class Site(Aggregate):
         shares: int | None = None,
         parent_bank: str | None = None,
         priority: float | None = None,
+        ignore_older_than: float | None = None,
     ) -> bool:
         current = self._bank(bank)
         wanted: dict[str, Any] = {}
+        if ignore_older_than is not None:
+            wanted["ignore_older_than"] = _check_cutoff(ignore_older_than)
         if shares is not None:
             _check_shares(shares)
             wanted["shares"] = shares
@@ -355,6 +373,67 @@ class Site(Aggregate):
             event_class, username=username, bank=bank, default_bank=default, **stamp.kwargs()
         )
 
+    def set_fairshare(
+        self, stamp: Stamp, username: str, bank: str, value: float | str, shown: float | None
+    ) -> bool:
+        """--fairshare: the association's fair-share set by hand, in force until a walk ranks
+        it (ledger.fairshare_in_force); -1 or `unlimited` resets it to a new association's
+        value. `shown`: the value its row shows now (the event's old value)."""
+        self._user_rows(username, bank)
+        if str(value).strip().lower() in UNLIMITED_WORDS:
+            new = NEW_ASSOCIATION_FAIRSHARE
+        else:
+            new = _check_fairshare(value)
+        if shown == new:
+            return False
+        self.trigger_event(
+            ev.FairshareSet, username=username, bank=bank, old=shown, new=new, **stamp.kwargs()
+        )
+        return True
+
+    def edit_all_users(
+        self, stamp: Stamp, given: dict[str, Any], default_bank: str | None = None
+    ) -> int:
+        """edit-user for every user's every association (flux-accounting's edit-all-users, an
+        UPDATE without a WHERE). A --default-bank must be one every user has an active
+        association in: flux-accounting sets it blindly, leaving defaults that name no bank
+        of the user. Returns the number of events recorded."""
+        users = sorted(self.state.associations)
+        if default_bank is not None and default_bank not in UNLIMITED_WORDS:
+            for username in users:
+                if default_bank not in self._active_banks_of(username):
+                    raise InvalidValue(
+                        f"default bank {default_bank} cannot be set for every user: user "
+                        f"{username} has no active association in bank {default_bank}"
+                    )
+        return sum(
+            self.edit_user(stamp, username, None, given, default_bank=default_bank)
+            for username in users
+        )
+
+    def sync_userids(self, stamp: Stamp) -> list[tuple[str, str, int, int]]:
+        """Give every association of a user one userid: the one its most recently modified
+        association holds (edit-user -B --userid changes one association). Usage follows a
+        job's username, so nothing else needs syncing. Returns (username, bank, old, new)."""
+        changed = []
+        for username in sorted(self.state.associations):
+            rows = list(self.state.associations[username].values())
+            if len({a.userid for a in rows}) < 2:
+                continue
+            latest = max(rows, key=lambda a: (a.mod_time, a.creation_time, a.bank))
+            for assoc in sorted(rows, key=lambda a: a.bank):
+                if assoc.userid != latest.userid:
+                    changed.append((username, assoc.bank, assoc.userid, latest.userid))
+        for username, bank, old, new in changed:
+            self.trigger_event(
+                ev.AssociationEdited,
+                username=username,
+                bank=bank,
+                changes={"userid": [old, new]},
+                **stamp.kwargs(),
+            )
+        return changed
+
     def _user_rows(self, username: str, bank: str | None) -> list[Association]:
         banks = self.state.associations.get(username)
         if not banks:
@@ -421,7 +500,9 @@ class Site(Aggregate):
         projects = csv_items(out.get("projects", base.projects if base else "*"))
         if "default_project" in given and given["default_project"] is not None:
             if out["default_project"] not in projects:
-                projects.insert(0, out["default_project"])
+                # Appended, as flux-accounting's add-user stores it (`-P a,b --default-project
+                # c` is a,b,*,c): scripts compare the text.
+                projects.append(out["default_project"])
                 out["projects"] = ",".join(projects)
         elif "projects" in out and not partial and "projects" in given:
             out["default_project"] = projects[0] if projects else "*"
@@ -525,9 +606,32 @@ class Site(Aggregate):
     def reset_factors(self, stamp: Stamp) -> int:
         return sum(self.edit_factor(stamp, f, w) for f, w in FACTOR_DEFAULTS.items())
 
+    def add_config(self, stamp: Stamp, key: str, value: str) -> None:
+        """add-config: a key of the site's own (the core keys are always there)."""
+        bounds.check_name("config key", key)
+        if key != key.strip() or "=" in key:
+            raise InvalidValue(f"invalid config key: {bounds.printable(repr(key))}")
+        if key in self.state.config:
+            raise AlreadyExists(f"key {key} already exists in config_table")
+        text = normalise_config_value(key, value) if key in CONFIG_KEYS else _check_value(value)
+        self.trigger_event(ev.ConfigChanged, key=key, old=None, new=text, **stamp.kwargs())
+
+    def delete_config(self, stamp: Stamp, key: str) -> None:
+        if key in CONFIG_KEYS:
+            raise InvalidValue(f"key {key} is a core config key and cannot be deleted")
+        if key not in self.state.config:
+            raise NotFound(f"key {bounds.printable(key)} not found in config_table")
+        self.trigger_event(ev.ConfigRemoved, key=key, old=self.state.config[key], **stamp.kwargs())
+
     def edit_config(self, stamp: Stamp, pairs: list[tuple[str, str]]) -> int:
         # Validate every pair before recording any, so a bad pair leaves nothing half-written.
-        normalised = [(key, normalise_config_value(key, value)) for key, value in pairs]
+        # A key add-config added holds free text; the core keys are checked.
+        normalised = [
+            (key, _check_value(value))
+            if key not in CONFIG_KEYS and key in self.state.config
+            else (key, normalise_config_value(key, value))
+            for key, value in pairs
+        ]
         merged = dict(self.state.config, **dict(normalised))
         check_decay_config(merged)
         recorded = 0
@@ -636,6 +740,31 @@ def _check_name(kind: str, name: str) -> None:
     bounds.check_name(kind, name)
     if name != name.strip() or "," in name:
         raise InvalidValue(f"invalid {kind} name: {name!r}")
+
+
+def _check_cutoff(value: float) -> float:
+    """An ignore_older_than: a time, kept to whole seconds as flux-accounting's bigint is."""
+    return float(int(bounds.check_time("ignore_older_than", value)))
+
+
+def _check_fairshare(value: float | str) -> float:
+    """A fair-share is rank/N: in [0, 1] (flux-accounting takes any float)."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise InvalidValue(
+            f"invalid fairshare: {bounds.printable(repr(value))} (must be a number)"
+        ) from None
+    if not 0.0 <= number <= 1.0:
+        raise InvalidValue(f"invalid fairshare: {value} (must be between 0 and 1)")
+    return number
+
+
+def _check_value(value: str) -> str:
+    """A config value add-config stores as given: one printable line."""
+    text = str(value).strip()
+    bounds.check_text("config value", text)
+    return text
 
 
 def _check_shares(shares: int) -> None:

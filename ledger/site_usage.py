@@ -95,8 +95,9 @@ def association_usage(
 ) -> dict[AssocKey, AssociationUsage]:
     """Decayed usage at `at` of every association (active or not).
 
-    `cleared[X]` holds the totals of jobs that ended at or before X: clear-usage set X as the
-    cutoff of some associations, and for those (only) these charges stop counting."""
+    `cleared[X]` holds the totals of jobs that ended at or before X: X is the usage cutoff of
+    some associations (SiteState.usage_cutoff), and for those (only) these charges stop
+    counting."""
     params = usage_params(state)
     current = period_of(at, params)
     resolver = AssociationResolver(state)
@@ -105,13 +106,13 @@ def association_usage(
         key = resolver.resolve_cached(total.userid, total.username, total.bank)
         if key is not None:
             per_assoc[key][total.period].append(total.charge)
+    cutoffs: dict[AssocKey, float] = {}
+    if cleared:
+        cutoffs = {(a.username, a.bank): state.usage_cutoff(a) for a in state.all_associations()}
     for cutoff, dropped in (cleared or {}).items():
         for total in dropped:
             key = resolver.resolve_cached(total.userid, total.username, total.bank)
-            if key is None:
-                continue
-            assoc = state.association(*key)
-            if assoc is not None and assoc.ignore_older_than == cutoff:
+            if key is not None and cutoffs.get(key) == cutoff:
                 per_assoc[key][total.period].append(-total.charge)
     out = {}
     for assoc in state.all_associations():

@@ -62,6 +62,8 @@ class Bank:
     shares: int
     priority: float = 0.0
     active: bool = True
+    # add-bank/edit-bank/clear-usage --ignore-older-than: jobs under this bank (and the banks
+    # below it) that ended at or before this time do not count (0: none).
     ignore_older_than: float = 0.0
 
 
@@ -153,6 +155,17 @@ class SiteState:
 
     def all_associations(self) -> list[Association]:
         return [a for banks in self.associations.values() for a in banks.values()]
+
+    def usage_cutoff(self, assoc: Association) -> float:
+        """The time at or before which the association's jobs stop counting: the latest of
+        its own clear-usage cutoff and the ignore_older_than of its bank and every bank above
+        (a bank's cutoff covers its whole subtree; 0: every job counts)."""
+        cutoff = assoc.ignore_older_than
+        for name in [assoc.bank, *self.ancestors(assoc.bank)]:
+            bank = self.banks.get(name)
+            if bank is not None and bank.ignore_older_than > cutoff:
+                cutoff = bank.ignore_older_than
+        return cutoff
 
     def ancestors(self, name: str) -> list[str]:
         """Names from the bank's parent up to the root."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import pwd
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ledger.flux_accounting.jobs import record_from_flux_row
@@ -30,6 +31,25 @@ class JobSource(Protocol):
     def inactive_jobs(self, since: float) -> list[dict[str, Any]]: ...
 
     def lookup(self, job_id: int) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class LiveJobQuery:
+    """What flux-accounting's `jobs` asks job-list for (its JobList arguments)."""
+
+    username: str
+    queue: str | None = None
+    since: float = 0.0
+    max_entries: int = 0  # 0: every job
+    ids: tuple[int, ...] = ()
+    filters: tuple[str, ...] = ()  # job states or results, e.g. "pending", "running"
+
+
+class LiveJobSource(Protocol):
+    def live_jobs(self, query: LiveJobQuery) -> list[dict[str, Any]]:
+        """Each job as {id, username, bank, queue, urgency, priority, fairshare}: the
+        fair-share the priority plugin used, from its `user.fairshare` annotation."""
+        ...
 
 
 def _flux() -> Any:
@@ -77,6 +97,31 @@ class FluxHandle:
             self.flux.job.job_kvs_lookup(self.handle, job_id, keys=["R", "jobspec"], decode=False)
             or {}
         )
+
+    def live_jobs(self, query: LiveJobQuery) -> list[dict[str, Any]]:
+        listed = self.flux.job.JobList(
+            self.handle,
+            max_entries=query.max_entries,
+            user=query.username,
+            since=query.since,
+            ids=list(query.ids) or None,
+            **({"queue": query.queue} if query.queue else {}),
+        )
+        for state in query.filters:
+            listed.add_filter(state)
+        return [
+            {
+                "id": int(job.id),
+                "username": job.username,
+                "bank": job.bank,
+                "queue": job.queue,
+                "urgency": job.urgency,
+                "priority": job.priority,
+                # An empty annotation (the plugin has not seen the job) reads as "".
+                "fairshare": job.annotations.user.fairshare,
+            }
+            for job in listed.jobs()
+        ]
 
 
 def connect() -> FluxHandle:

@@ -53,25 +53,29 @@ def install_in(conn: Connection, tables: list[str]) -> None:
         _install_sqlite(conn.raw, tables)
 
 
-def protect(config: StoreConfig) -> None:
+def protect(config: StoreConfig, conn: Connection | None = None) -> list[str]:
     """On opening a ledger: install what is missing when this role may. One catalog query when
-    all is there."""
+    all is there, through `conn` on PostgreSQL when given (the command's one connection).
+    Returns which of the append-only tables exist (the same query answers whether there is a
+    log at all)."""
     tables = table_names(config)
     if config.is_postgres:
-        _protect_postgres(config, tables)
-        return
+        if conn is not None:
+            return _protect_postgres(conn.raw, config, tables)
+        with postgres_admin_connect(config) as raw:
+            return _protect_postgres(raw, config, tables)
     try:
-        conn = sqlite3.connect(config.path, timeout=30, isolation_level=None)
+        raw = sqlite3.connect(config.path, timeout=30, isolation_level=None)
         try:
-            present = {row[0] for row in conn.execute(_SQLITE_GUARDED)}
-            existing = _sqlite_tables(conn, tables)
-            if all(f"{TRIGGER}_{op}_{t}" in present for t in existing for op in _SQLITE_OPS):
-                return
-            _install_sqlite(conn, tables)
+            present = {row[0] for row in raw.execute(_SQLITE_GUARDED)}
+            existing = _sqlite_tables(raw, tables)
+            if not all(f"{TRIGGER}_{op}_{t}" in present for t in existing for op in _SQLITE_OPS):
+                _install_sqlite(raw, tables)
+            return existing
         finally:
-            conn.close()
+            raw.close()
     except sqlite3.OperationalError:
-        return  # a read-only file: whoever may write it installs the triggers
+        return []  # a read-only file: whoever may write it installs the triggers
 
 
 # --- SQLite ----------------------------------------------------------------------------------
@@ -113,15 +117,15 @@ def _complete(rows: list[Any]) -> bool:
     return all(guarded for _name, _owned, guarded in rows)
 
 
-def _protect_postgres(config: StoreConfig, tables: list[str]) -> None:
-    with postgres_admin_connect(config) as conn:
-        rows = conn.execute(_PG_STATE, (config.schema, tables)).fetchall()
-        if rows and not _complete(rows) and all(owned for _name, owned, _g in rows):
-            with conn.transaction():
-                conn.execute(f"SELECT pg_advisory_xact_lock({_INSTALL_LOCK})")
-                # Another process may have installed them while this one waited.
-                if not _complete(conn.execute(_PG_STATE, (config.schema, tables)).fetchall()):
-                    _install_postgres(conn, config, tables)
+def _protect_postgres(conn: Any, config: StoreConfig, tables: list[str]) -> list[str]:
+    rows = conn.execute(_PG_STATE, (config.schema, tables)).fetchall()
+    if rows and not _complete(rows) and all(owned for _name, owned, _g in rows):
+        with conn.transaction():
+            conn.execute(f"SELECT pg_advisory_xact_lock({_INSTALL_LOCK})")
+            # Another process may have installed them while this one waited.
+            if not _complete(conn.execute(_PG_STATE, (config.schema, tables)).fetchall()):
+                _install_postgres(conn, config, tables)
+    return [name for name, _owned, _guarded in rows]
 
 
 def _install_postgres(conn: Any, config: StoreConfig, tables: list[str]) -> None:

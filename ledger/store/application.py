@@ -43,6 +43,7 @@ from ledger.state import SiteState, state_from_dict, state_to_dict
 from ledger.store import append_only, log_tables, roles
 from ledger.store.connections import (
     Connection,
+    SharedConnectionPool,
     StoreConfig,
     bound_connection_waits,
     ensure_schema,
@@ -123,17 +124,31 @@ class Ledger(Application):
         # Only create-db makes the tables: concurrent DDL from every command that opens the
         # ledger would race in PostgreSQL's catalog ("tuple concurrently updated").
         env = dict(store.eventsourcing_env(), CREATE_TABLE="y" if create_tables else "n")
+        # The append-only tables there are (one catalog query, which also guards them): on
+        # PostgreSQL asked first, so that a missing log is known before the library looks.
+        self.log_present: list[str] = []
+        if store.is_postgres and not create_tables:
+            self.log_present = append_only.protect(store, self.conn)
         super().__init__(env=env)
         bound_connection_waits(self.recorder, store)
-        append_only.protect(store)
+        if not store.is_postgres:
+            self.log_present = append_only.protect(store)
+
+    def construct_factory(self, env: Any) -> Any:
+        """The library's factory; on PostgreSQL its recorders read through this ledger's one
+        connection (ledger.store.connections.SharedConnectionPool), not a pool of their own."""
+        factory: Any = super().construct_factory(env)
+        if self.store.is_postgres:
+            factory.datastore.pool = SharedConnectionPool(lambda: self.conn)
+        return factory
 
     def construct_repository(self) -> Repository[UUID]:
         """The library's repository, except that the Site is loaded without the events
         neutralized in the log (ledger.store.site_repository)."""
         return SiteRepository(
             SITE_ID,
-            lambda version: neutralizations.site_versions_after(
-                self.recorder, self.mapper, SITE_ID, version
+            lambda version, stored: neutralizations.site_versions_after(
+                _Read(stored), self.mapper, SITE_ID, version
             ),
             event_store=self.events,
             snapshot_store=self.snapshots,
@@ -153,12 +168,14 @@ class Ledger(Application):
         actor: str = "",
         conn: Connection | None = None,
     ) -> Ledger:
-        if not event_table_exists(store):
+        # A SQLite file is checked before the library opens it (which would create it).
+        if not store.is_postgres and not event_table_exists(store):
             raise LedgerMissing(
                 f"no ledger at {store.describe()}: run 'fairledger create-db' first"
             )
         ledger = cls(store, now=now, actor=actor, conn=conn)
-        if not ledger.exists():
+        events = append_only.table_names(store, ("events",))[0]
+        if events not in ledger.log_present or not ledger.exists():
             ledger.close()
             raise LedgerMissing(
                 f"no ledger at {store.describe()}: run 'fairledger create-db' first"
@@ -166,18 +183,27 @@ class Ledger(Application):
         return ledger
 
     @classmethod
-    def make_tables(cls, store: StoreConfig) -> None:
+    def make_tables(cls, store: StoreConfig, conn: Connection | None = None) -> None:
         """Create the event store's tables and the log's own (create-db only: concurrent DDL
-        from every command would race in PostgreSQL's catalog)."""
-        ensure_schema(store)
-        cls(store, create_tables=True).close()
-        conn = Connection(store)
+        from every command would race in PostgreSQL's catalog); on PostgreSQL through `conn`
+        when given, the command's one connection."""
+        shared = conn if store.is_postgres else None
+        ensure_schema(store, conn=shared)
+        cls(store, create_tables=True, conn=shared).close()
+        own = shared is None
+        conn = Connection(store) if own else shared
+        assert conn is not None
         try:
             with conn.transaction():
                 log_tables.create_tables(conn, log_tables.missing_tables(conn))
+            if own:
+                append_only.install(store, append_only.table_names(store))
+            else:
+                with conn.transaction():
+                    append_only.install_in(conn, append_only.table_names(store))
         finally:
-            conn.close()
-        append_only.install(store, append_only.table_names(store))
+            if own:
+                conn.close()
 
     def initialize(
         self, half_life: float, reset_period: float, decay_factor: float, reason: str = ""
@@ -199,7 +225,10 @@ class Ledger(Application):
         return bool(self.recorder.max_notification_id())
 
     def write_through(self, conn: Connection) -> None:
-        """Write (and project) through `conn`, a connection the caller owns."""
+        """Write (and project) through `conn`, a connection the caller owns (on PostgreSQL the
+        library reads through it too)."""
+        if self._conn is not None and self._conn is not conn and self._owns_conn:
+            self._conn.close()
         self._conn, self._owns_conn = conn, False
 
     @property
@@ -220,11 +249,10 @@ class Ledger(Application):
 
     # --- the clock -------------------------------------------------------------------------------
     def newest_event_time(self) -> float | None:
-        last_id = self.recorder.max_notification_id()
-        if not last_id:
+        newest = log_tables.newest_event(self.conn)
+        if newest is None:
             return None
-        (notification,) = self.recorder.select_notifications(start=last_id, limit=1)
-        event: Any = self.mapper.to_domain_event(notification)
+        event: Any = self.mapper.to_domain_event(newest)
         return float(event.timestamp.timestamp())
 
     def now(self) -> datetime:
@@ -243,7 +271,7 @@ class Ledger(Application):
         return to_datetime(max(real_now(), newest or 0.0))
 
     def stamp(self, reason: str = "", source: dict[str, Any] | None = None) -> Stamp:
-        actor, source = roles.attribution(self.store, self.actor, source or {})
+        actor, source = roles.attribution(self.store, self.actor, source or {}, self.conn)
         return Stamp(at=self.now(), actor=actor, reason=reason or "", source=source)
 
     # --- commands --------------------------------------------------------------------------------
@@ -275,7 +303,7 @@ class Ledger(Application):
             result = command(site, self.stamp(reason, source))
             events = site.collect_events()
             if events:
-                roles.check_may_record(self.store, events)
+                roles.check_may_record(self.store, events, conn)
             self._append(conn, events)
             return result
 
@@ -370,14 +398,16 @@ class Ledger(Application):
         before it existed."""
         if self._log_ready:
             return
-        missing = log_tables.missing_tables(conn)
-        if missing:
-            log_tables.create_tables(conn, missing)
-            append_only.install_in(conn, missing)
-        through = log_tables.keys_through(conn)
+        # Tables of the log are never dropped: those seen at opening need no second look.
+        seen = set(self.log_present)
+        if not all(name in seen for name in log_tables.LOG_TABLES):
+            missing = log_tables.missing_tables(conn)
+            if missing:
+                log_tables.create_tables(conn, missing)
+                append_only.install_in(conn, missing)
         rows: list[tuple[str, str, str, int]] = []
         for position, originator, version, row_topic, state in log_tables.stored_after(
-            conn, through, get_topic(JobLog.JobsRecorded)
+            conn, log_tables.AFTER_KEYS, get_topic(JobLog.JobsRecorded)
         ):
             event: Any = self.mapper.to_domain_event(
                 StoredEvent(
@@ -438,6 +468,17 @@ class Ledger(Application):
             # loading, and the next interval takes another; the change itself is recorded.
             if not _database_error(err):
                 raise
+
+
+@dataclass(frozen=True)
+class _Read:
+    """Stored events already read, offered as the recorder a neutralization lookup reads (the
+    Site's loader reads the stream once for the lookup and the replay)."""
+
+    stored: Sequence[StoredEvent]
+
+    def select_events(self, originator_id: UUID, gt: int = 0) -> Sequence[StoredEvent]:
+        return [e for e in self.stored if e.originator_version > gt]
 
 
 @dataclass(frozen=True)

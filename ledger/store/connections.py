@@ -9,6 +9,9 @@ a small filesystem. Every write of the ledger goes through these connections
 (ledger.store.application); the eventsourcing library's own connection only reads, and writes
 the snapshots after a commit, which may fail harmlessly. The cap never shrinks a file: a value
 below its size holds it at its size.
+
+On PostgreSQL a command holds one connection: the library's recorders borrow it
+(SharedConnectionPool) instead of opening a pool of their own.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import os
 import re
 import sqlite3
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -281,13 +284,55 @@ def bound_connection_waits(recorder: Any, config: StoreConfig) -> None:
     and append 10 times, 0.2 s apart, each attempt waiting its pool's timeout (30 s by
     default: four minutes of silence). Each attempt's wait becomes a tenth of what remains of
     the connect timeout, and the pool's own connects get the same limit as ours."""
-    if not config.is_postgres:
+    if not config.is_postgres or isinstance(recorder.datastore.pool, SharedConnectionPool):
         return
     total = connect_timeout()
     datastore = recorder.datastore
     datastore.pool.timeout = max(0.3, (total - 2.0) / 10)
     if isinstance(datastore.pool.kwargs, dict):
         datastore.pool.kwargs["connect_timeout"] = max(2, math.ceil(total))
+
+
+class SharedConnectionPool:
+    """Stands in for the eventsourcing library's connection pool on PostgreSQL: it lends the
+    command's one connection (`lend` returns it, connecting on first use), so a command opens
+    one connection instead of one for each of the library's recorders and of ours. Its reads
+    made inside our write transaction see that transaction, under the writers' lock: the state
+    a command validates against is the one its events extend.
+
+    The library's rows are dictionaries, ours tuples: the connection's row factory is switched
+    for the length of each loan (one thread; the library fetches everything inside it). A lost
+    connection is not replaced: the library's retries then fail at once, and the command fails
+    as ours would."""
+
+    def __init__(self, lend: Callable[[], Connection]) -> None:
+        self.lend = lend
+        self.timeout = 0.0  # what bound_connection_waits would set on the library's own pool
+        self.kwargs: dict[str, Any] = {}
+
+    def open(self, wait: bool = False, timeout: float = 0.0) -> None:
+        """Nothing to open: the connection comes with the first loan."""
+
+    @contextmanager
+    def connection(self, timeout: float | None = None) -> Iterator[Any]:
+        from psycopg.rows import dict_row
+
+        raw = self.lend().raw
+        factory = raw.row_factory
+        raw.row_factory = dict_row
+        try:
+            yield raw
+        finally:
+            raw.row_factory = factory
+
+    def close(self) -> None:
+        """The connection is the ledger's to close, not the library's."""
+
+    def __enter__(self) -> SharedConnectionPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
 
 
 def is_permission_error(err: BaseException) -> bool:
@@ -298,13 +343,19 @@ def is_permission_error(err: BaseException) -> bool:
     return getattr(err, "sqlstate", None) == "42501"
 
 
-def ensure_schema(config: StoreConfig, group_readable: bool = False) -> None:
-    """The place for a new ledger: its PostgreSQL schema, or its SQLite file, created 0600
-    (0640 with `group_readable`) whatever the umask, since the log holds every user's usage.
-    An existing file keeps its mode."""
+def ensure_schema(
+    config: StoreConfig, group_readable: bool = False, conn: Connection | None = None
+) -> None:
+    """The place for a new ledger: its PostgreSQL schema (through `conn` when given), or its
+    SQLite file, created 0600 (0640 with `group_readable`) whatever the umask, since the log
+    holds every user's usage. An existing file keeps its mode."""
     if config.is_postgres:
-        with postgres_admin_connect(config) as conn:
-            conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{config.schema}"')
+        ddl = f'CREATE SCHEMA IF NOT EXISTS "{config.schema}"'
+        if conn is not None:
+            conn.raw.execute(ddl)
+            return
+        with postgres_admin_connect(config) as raw:
+            raw.execute(ddl)
         return
     os.makedirs(os.path.dirname(config.path) or ".", exist_ok=True)
     mode = SQLITE_GROUP_READABLE_MODE if group_readable else SQLITE_FILE_MODE
@@ -318,23 +369,25 @@ def ensure_schema(config: StoreConfig, group_readable: bool = False) -> None:
         os.close(fd)
 
 
-def event_table_exists(config: StoreConfig) -> bool:
-    """Whether the event log's table is there, checked without creating anything."""
+def event_table_exists(config: StoreConfig, conn: Connection | None = None) -> bool:
+    """Whether the event log's table is there, checked without creating anything (on
+    PostgreSQL through `conn` when given, else a connection of its own)."""
     if config.is_postgres:
-        with postgres_admin_connect(config) as conn:
-            row = conn.execute(
-                "SELECT 1 FROM information_schema.tables WHERE table_schema = %s "
-                "AND table_name = 'ledger_events'",
-                (config.schema,),
-            ).fetchone()
-            return row is not None
+        query = (
+            "SELECT 1 FROM information_schema.tables WHERE table_schema = %s "
+            "AND table_name = 'ledger_events'"
+        )
+        if conn is not None:
+            return conn.raw.execute(query, (config.schema,)).fetchone() is not None
+        with postgres_admin_connect(config) as raw:
+            return raw.execute(query, (config.schema,)).fetchone() is not None
     if not os.path.exists(config.path):
         return False
-    conn = sqlite3.connect(config.path)
+    lite = sqlite3.connect(config.path)
     try:
-        row = conn.execute(
+        row = lite.execute(
             "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'stored_events'"
         ).fetchone()
         return row is not None
     finally:
-        conn.close()
+        lite.close()

@@ -19,6 +19,8 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 from uuid import UUID
 
+from eventsourcing.persistence import StoredEvent
+
 from ledger.chain import GENESIS, link
 from ledger.store.connections import Connection
 
@@ -69,11 +71,10 @@ def lock(conn: Connection) -> None:
 
 def missing_tables(conn: Connection) -> list[str]:
     if conn.config.is_postgres:
-        return [
-            name
-            for name in LOG_TABLES
-            if conn.query("SELECT to_regclass(?) AS t", (name,))[0]["t"] is None
-        ]
+        found = conn.execute(
+            "SELECT " + ", ".join("to_regclass(?)" for _ in LOG_TABLES), LOG_TABLES
+        ).fetchone()
+        return [name for name, oid in zip(LOG_TABLES, found, strict=True) if oid is None]
     present = {
         row["name"] for row in conn.query("SELECT name FROM sqlite_master WHERE type = 'table'")
     }
@@ -114,6 +115,24 @@ def _hex(originator_id: Any) -> str:
     return originator_id.hex if isinstance(originator_id, UUID) else UUID(str(originator_id)).hex
 
 
+def newest_event(conn: Connection) -> StoredEvent | None:
+    """The log's newest event as stored (its time is the clock's floor), in one query."""
+    pos = _position(conn)
+    row = conn.execute(
+        f"SELECT originator_id, originator_version, topic, state FROM {events_table(conn)} "
+        f"ORDER BY {pos} DESC LIMIT 1"
+    ).fetchone()
+    if row is None:
+        return None
+    originator, version, topic, state = row
+    return StoredEvent(
+        originator_id=originator if isinstance(originator, UUID) else UUID(str(originator)),
+        originator_version=int(version),
+        topic=str(topic),
+        state=_bytes(state),
+    )
+
+
 def head_position(conn: Connection) -> int:
     row = conn.query(f"SELECT MAX({_position(conn)}) AS p FROM {events_table(conn)}")[0]
     return int(row["p"] or 0)
@@ -128,18 +147,26 @@ def stream_version(conn: Connection, originator_id: UUID) -> int:
     return int(row["v"] or 0)
 
 
+# stored_after's start: after the newest position the key index holds (keys_through), asked in
+# the first page's own query.
+AFTER_KEYS = -1
+
+
 def stored_after(
     conn: Connection, after: int, topic: str | None = None
 ) -> Iterator[tuple[int, str, int, str, bytes]]:
-    """(position, originator hex, version, topic, state) of the events after `after`, in log
-    order, a page at a time; with `topic`, only those of that topic."""
+    """(position, originator hex, version, topic, state) of the events after `after` (or
+    AFTER_KEYS), in log order, a page at a time; with `topic`, only those of that topic."""
     where = " AND topic = ?" if topic else ""
     pos = _position(conn)
     while True:
+        keyed = after == AFTER_KEYS
+        start = f"(SELECT COALESCE(MAX(position), 0) FROM {JOB_KEYS})" if keyed else "?"
+        params = () if keyed else (after,)
         rows = conn.execute(
             f"SELECT {pos}, originator_id, originator_version, topic, state "
-            f"FROM {events_table(conn)} WHERE {pos} > ?{where} ORDER BY {pos} LIMIT {PAGE}",
-            (after, topic) if topic else (after,),
+            f"FROM {events_table(conn)} WHERE {pos} > {start}{where} ORDER BY {pos} LIMIT {PAGE}",
+            (*params, topic) if topic else params,
         ).fetchall()
         for position, originator, version, row_topic, state in rows:
             yield int(position), _hex(originator), int(version), str(row_topic), _bytes(state)

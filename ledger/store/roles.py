@@ -13,14 +13,18 @@ authenticated; a `--actor` is kept as the event's `source["on_behalf_of"]`.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterable
 from typing import Any
 
 from ledger import events as ev
 from ledger.errors import InvalidValue, LedgerMissing, PermissionDenied
 from ledger.site import ON_BEHALF_OF
-from ledger.store.connections import StoreConfig, event_table_exists, postgres_admin_connect
+from ledger.store.connections import (
+    Connection,
+    StoreConfig,
+    event_table_exists,
+    postgres_admin_connect,
+)
 
 GROUPS = ("reader", "writer", "admin")
 # What a writer's cron records through Ledger.execute; every other site event is an admin's.
@@ -34,21 +38,31 @@ def group_role(schema: str, group: str) -> str:
 
 
 # --- who is recorded -----------------------------------------------------------------------------
-@functools.lru_cache(maxsize=16)
-def session_role(config: StoreConfig) -> str:
-    """The role the server authenticated for this URL (a login's name cannot change)."""
-    with postgres_admin_connect(config) as conn:
-        return str(conn.execute("SELECT session_user").fetchone()[0])
+_SESSION_ROLES: dict[StoreConfig, str] = {}
+
+
+def session_role(config: StoreConfig, conn: Connection | None = None) -> str:
+    """The role the server authenticated for this URL (a login's name cannot change), asked
+    once per process, through `conn` when given."""
+    role = _SESSION_ROLES.get(config)
+    if role is None:
+        if conn is not None:
+            role = str(conn.raw.execute("SELECT session_user").fetchone()[0])
+        else:
+            with postgres_admin_connect(config) as raw:
+                role = str(raw.execute("SELECT session_user").fetchone()[0])
+        _SESSION_ROLES[config] = role
+    return role
 
 
 def attribution(
-    config: StoreConfig, actor: str, source: dict[str, Any]
+    config: StoreConfig, actor: str, source: dict[str, Any], conn: Connection | None = None
 ) -> tuple[str, dict[str, Any]]:
     """The actor and source to record: on PostgreSQL the session's role, with the given actor
     (if any, and another name) as who it acted for; on SQLite the given actor."""
     if not config.is_postgres:
         return actor, source
-    role = session_role(config)
+    role = session_role(config, conn)
     if actor and actor != role:
         return role, {**source, ON_BEHALF_OF: actor}
     return role, source
@@ -67,13 +81,13 @@ WHERE r.rolname = current_user AND n.nspname = %s
 """
 
 
-def check_may_record(config: StoreConfig, events: Iterable[Any]) -> None:
-    """Refuse a site change from a role that is not an admin of the ledger's schema."""
+def check_may_record(config: StoreConfig, events: Iterable[Any], conn: Connection) -> None:
+    """Refuse a site change from a role that is not an admin of the ledger's schema (asked
+    through `conn`, in the write's own transaction)."""
     if not config.is_postgres or all(isinstance(e, WRITER_EVENTS) for e in events):
         return
     admin = group_role(config.schema, "admin")
-    with postgres_admin_connect(config) as conn:
-        row = conn.execute(_MAY_ADMINISTER, (admin, config.schema)).fetchone()
+    row = conn.raw.execute(_MAY_ADMINISTER, (admin, config.schema)).fetchone()
     if row is None or not row[1]:
         role = row[0] if row else config.user
         raise PermissionDenied(

@@ -48,9 +48,11 @@ class Session:
     @property
     def ledger(self) -> Ledger:
         if self._ledger is None:
-            # Opened before our connection exists: connecting would create a missing SQLite
-            # file, with the umask's mode instead of create-db's 0600.
-            ledger = Ledger.open(self.store, now=self.now, actor=self.actor)
+            # On SQLite opened before our connection exists: connecting would create a missing
+            # file, with the umask's mode instead of create-db's 0600. On PostgreSQL the ledger
+            # (and the library under it) uses this command's one connection from the start.
+            conn = self.conn if self.store.is_postgres else None
+            ledger = Ledger.open(self.store, now=self.now, actor=self.actor, conn=conn)
             ledger.write_through(self.conn)
             runner.attach(ledger)
             runner.prepare(self.conn, ledger)
@@ -82,7 +84,7 @@ class Session:
         reason: str,
     ) -> Ledger:
         """A new ledger at this session's store, its first events projected as they land."""
-        Ledger.make_tables(self.store)
+        Ledger.make_tables(self.store, self.conn if self.store.is_postgres else None)
         ledger = Ledger(self.store, now=now, actor=actor, conn=self.conn)
         runner.attach(ledger)
         runner.prepare(self.conn, ledger)

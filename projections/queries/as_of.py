@@ -17,6 +17,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from ledger import events as ev
 from ledger.clock import iso
 from ledger.errors import InvalidValue
 from ledger.fairshare_in_force import InForce, in_force
@@ -223,7 +224,8 @@ def fairshare_value(snapshots: Snapshots, key: AssocKey, position: int) -> InFor
 def imported_fairshare(
     ledger: Ledger, conn: Connection, position: int
 ) -> dict[AssocKey, tuple[int, float]]:
-    """The fair-share values opening balances (UsageBalanceImported) brought over up to
+    """The fair-share values opening balances (UsageBalanceImported) brought over, or
+    --fairshare (FairshareSet) set, up to
     `position`: key -> (the balance's position, the value the source had stored). Such a value
     is in force from its balance until the next update-fshare ranks the association."""
     return _latest_balances(_balances(ledger, conn, position), position)
@@ -241,7 +243,10 @@ def _balances(
     ):
         (notification,) = ledger.recorder.select_notifications(start=int(row["position"]), limit=1)
         event: Any = ledger.mapper.to_domain_event(notification)
-        shown = {(username, bank): float(value) for username, bank, _u, value in event.shown}
+        if isinstance(event, ev.FairshareSet):  # a value set by hand: in force the same way
+            shown = {(event.username, event.bank): float(event.new)}
+        else:
+            shown = {(username, bank): float(value) for username, bank, _u, value in event.shown}
         out.append((int(row["position"]), shown))
     return out
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ledger import events as ev
 from ledger.clock import iso
 from ledger.errors import InvalidValue, NotFound
 from ledger.priority import (
@@ -100,7 +101,8 @@ class Explanation:
     submitted: Moment  # the log position of t_submit
     snapshot: Moment | None  # the FairshareUpdated in force then (None: before any)
     source: Moment | None  # the snapshot that computed the value (an inactive one kept it)
-    imported: Moment | None  # the opening balance that brought the value over (an import)
+    imported: Moment | None  # the opening balance that brought the value over, or a --fairshare
+    set_by: str | None  # who set it by hand (--fairshare); None when an import brought it
     fairshare: float
     rank: int | None
     ranked: int | None  # N at the source snapshot
@@ -145,6 +147,14 @@ def find_job(conn: Connection, job_id: int, cluster: str | None, shown: str) -> 
     )
 
 
+def _set_by_hand(ledger: Ledger, position: int) -> str | None:
+    """Who set the value in force at `position` by hand (FairshareSet), or None when it is an
+    import's opening balance: both are in force the same way, but the explanation differs."""
+    (notification,) = ledger.recorder.select_notifications(start=position, limit=1)
+    event: Any = ledger.mapper.to_domain_event(notification)
+    return str(event.actor) or "-" if isinstance(event, ev.FairshareSet) else None
+
+
 def explain_job(
     ledger: Ledger,
     conn: Connection,
@@ -182,6 +192,7 @@ def explain_job(
         snapshot=in_force.marker if in_force is not None else None,
         source=source.marker if source is not None else None,
         imported=marker_at_position(conn, value.imported) if value.imported is not None else None,
+        set_by=_set_by_hand(ledger, value.imported) if value.imported is not None else None,
         fairshare=fairshare,
         rank=source.rank(key) if source is not None else None,
         ranked=source.ranked if source is not None else None,
@@ -283,7 +294,7 @@ def contributions(
     for r in rows:
         t_inactive = float(r["t_inactive"])
         period = period_of(t_inactive, params)
-        if not first <= period <= current or t_inactive <= assoc.ignore_older_than:
+        if not first <= period <= current or t_inactive <= state.usage_cutoff(assoc):
             continue
         if resolver.resolve(r["userid"], r["username"], r["bank"]) != key:
             continue

@@ -12,7 +12,8 @@ Which events touch what (a `Selector`):
                  deactivated/removed with a bank or listed by a clear-usage
   queue Q        queue added, edited, removed
   project P      project added, removed
-  config         create-db (the initial config and factor weights), edit-config, edit-factor
+  config         create-db (the initial config and factor weights), edit-config, add-config,
+                 delete-config, edit-factor
   all            every Site event, the usage/fair-share markers, and each ingest's job batches
                  summarized as one "recorded N jobs" line
 """
@@ -156,9 +157,13 @@ def entry_of(event: Any, position: int) -> Entry:
             changes.update({f"factor.{k}": [None, v] for k, v in event.factors.items()})
             return make("create-db", "ledger", None, changes=changes)
         case ev.ConfigChanged():
-            return make(
-                "edit-config", "config", event.key, changes={"value": [event.old, event.new]}
-            )
+            # Every core key exists from create-db on: a key without an old value was added.
+            action = "edit-config" if event.old is not None else "add-config"
+            return make(action, "config", event.key, changes={"value": [event.old, event.new]})
+        case ev.ConfigRemoved():
+            return make("delete-config", "config", event.key, changes={"value": [event.old, None]})
+        case ev.FairshareSet():
+            return assoc("edit-user", {"fairshare": [event.old, event.new]})
         case ev.FactorWeightChanged():
             return make(
                 "edit-factor", "factor", event.factor, changes={"weight": [event.old, event.new]}

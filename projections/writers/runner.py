@@ -91,7 +91,7 @@ def log_kind(event: Any) -> str:
         return "fairshare"
     if isinstance(event, ev.UsageUpdated):
         return "usage"
-    if isinstance(event, iev.UsageBalanceImported):
+    if isinstance(event, iev.UsageBalanceImported | ev.FairshareSet):
         return "balance"  # stored fair-share values in force until the next update-fshare
     if isinstance(event, JobLog.JobsRecorded | JobLog.Opened):
         return "jobs"
@@ -162,6 +162,9 @@ class _Folder:
             at = event.timestamp.timestamp()
             usage_tables.insert_balance(self.conn, self.state, event.entries, position)
             usage_tables.show_balance(self.conn, self.state, event.shown, at)
+        elif isinstance(event, ev.FairshareSet):
+            self.flush()  # the association's row first (add-user --fairshare: same command)
+            usage_tables.show_fairshare(self.conn, event.username, event.bank, event.new)
         elif isinstance(event, ev.UsageCleared):
             self.flush()
             usage_tables.clear_association_values(self.conn, self.state, event.associations)
@@ -271,7 +274,17 @@ def prepare(conn: Connection, ledger: Ledger) -> None:
             create_tables(conn)
         version = _tracked(conn, READ_MODEL_KEY)
     if version != schema.READ_MODEL_VERSION:
-        rebuild(ledger, conn)
+        try:
+            rebuild(ledger, conn)
+        except Unprojectable:
+            # A log an earlier release poisoned cannot be refolded until the doctor sets its
+            # events aside, and the doctor must still open it: lay the new tables out empty
+            # (nothing folded, so a read or write still names the cure) for its append to fold.
+            with conn.transaction():
+                log_tables.lock(conn)
+                drop_tables(conn)
+                create_tables(conn)
+                _FOLDED.pop(ledger, None)
 
 
 def rebuild(ledger: Ledger, conn: Connection) -> None:

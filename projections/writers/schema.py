@@ -14,7 +14,7 @@ from ledger.flux_accounting.tables import (
     QUEUE_COLUMNS,
 )
 
-READ_MODEL_VERSION = 7
+READ_MODEL_VERSION = 8  # 8: a bank keeps the cutoff clear-usage sets
 
 TABLES: dict[str, str] = {
     "projection_tracking": """

@@ -255,6 +255,15 @@ def show_balance(conn: Connection, state: SiteState, shown: list[list[Any]], at:
     _write_bins(conn, usage_at(conn, state, at), at)
 
 
+def show_fairshare(conn: Connection, username: str, bank: str, value: float) -> None:
+    """A fair-share set by hand (FairshareSet): the association's row shows it until a walk
+    ranks the association (shown_after_walk)."""
+    conn.execute(
+        "UPDATE association_table SET fairshare = ? WHERE username = ? AND bank = ?",
+        (value, username, bank),
+    )
+
+
 def _as_totals(rows: list[dict[str, Any]]) -> list[PeriodTotal]:
     return [
         PeriodTotal(
@@ -445,10 +454,12 @@ def _cleared_totals(
     periods_current: bool,
     who: Who | None = None,
 ) -> dict[float, list[PeriodTotal]]:
-    """For each clear-usage cutoff of `associations` inside the window, the totals of the jobs
-    that ended by it (association_usage takes them back out for those associations)."""
+    """For each usage cutoff of `associations` inside the window (clear-usage's, or a bank's
+    ignore_older_than), the totals of the jobs that ended by it (association_usage takes them
+    back out for those associations)."""
     start = period_start(first, usage_params(state))
-    cutoffs = {a.ignore_older_than for a in associations if a.ignore_older_than >= start}
+    cutoffs = {state.usage_cutoff(a) for a in associations}
+    cutoffs = {cutoff for cutoff in cutoffs if cutoff >= start}
     return {
         cutoff: _job_totals(conn, state, first, last, max_position, cutoff, periods_current, who)
         for cutoff in cutoffs

@@ -16,6 +16,7 @@ import uuid
 from collections.abc import Iterator
 
 import psycopg
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -126,6 +127,7 @@ ACTIONS = st.lists(
 )
 
 
+@pytest.mark.slow
 @settings(
     max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )

@@ -12,6 +12,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.cli.test_faults import ROOT, generated_jobs, subprocess_env
 from tests.cli.test_ingest import recorded_in_log, site
 from tests.conftest import Store
@@ -75,6 +77,7 @@ def log_times(store: Store) -> list[float]:
         ledger.close()
 
 
+@pytest.mark.slow
 def test_ingesters_and_admins_at_once(ledger_store: Store, tmp_path: Path) -> None:
     site(ledger_store)
     ledger_store.run("add-user", "-u", "shared", "-B", "physics")

@@ -215,6 +215,7 @@ def reference_run(
         drop()
 
 
+@pytest.mark.slow
 def test_kill_9_then_the_same_command_again_is_an_uninterrupted_run(
     kill_trials: list[KillTrials], tmp_path: Path
 ) -> None:

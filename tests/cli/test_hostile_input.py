@@ -34,6 +34,7 @@ from hypothesis import strategies as st
 
 from ledger import bounds
 from ledger.clock import parse_time
+from tests.builders import job_record
 from tests.conftest import DATA, T0, Store
 
 EXAMPLES = int(os.environ.get("FAIRLEDGER_FUZZ_EXAMPLES", "20"))
@@ -360,16 +361,9 @@ NUMERIC = {"t_submit", "t_run", "t_inactive"}
 
 
 def _job_line(n: int, field: str, value: Any) -> str:
-    record: dict[str, Any] = {
-        "id": 1_000_000 + n,
-        "username": "alice",
-        "bank": "A",
-        "t_submit": T0 - 100,
-        "t_run": T0 - 50,
-        "t_inactive": T0 - 10,
-        "nnodes": 1,
-        "ncores": 2,
-    }
+    record = job_record(
+        1_000_000 + n, user="alice", bank="A", submit=T0 - 100, end=T0 - 10, seconds=40, ncores=2
+    )
     if field in NUMERIC and isinstance(value, str):
         with contextlib.suppress(ValueError):
             value = float(value)  # a JSON number, as a site's tool would send it

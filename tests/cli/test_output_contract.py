@@ -189,6 +189,9 @@ def test_view_bank_format_string(ledger_store: Store) -> None:
 
 def test_refusals_in_flux_accountings_words(ledger_store: Store) -> None:
     ledger_store.run("add-bank", "root", "1")
+    empty = ledger_store.run("list-queues", expect=1)  # no queue yet
+    assert (empty.stdout, empty.stderr) == ("", "fairledger: no results found in query\n")
+    ledger_store.run("add-queue", "batch")
     ledger_store.run("add-user", "-u", "amy", "-i", "5001", "-B", "root")
     before = ledger_store.log_position()
     for args, code, message in (
@@ -197,7 +200,6 @@ def test_refusals_in_flux_accountings_words(ledger_store: Store) -> None:
         (("view-queue", "q"), 1, "fairledger: queue q not found in queue_table\n"),
         (("view-project", "p"), 1, "fairledger: project p not found in project_table\n"),
         (("list-users", "-B", "nope"), 1, "fairledger: no results found in query\n"),
-        (("list-queues",), 1, "fairledger: no results found in query\n"),
         (
             ("view-bank", "root", "--tree", "--fields=bank_id"),
             1,
@@ -207,6 +209,17 @@ def test_refusals_in_flux_accountings_words(ledger_store: Store) -> None:
             ("view-bank", "root", "-P"),
             1,
             "fairledger: -P/--parsable can only be passed with -t/--tree\n",
+        ),
+        (
+            ("edit-user", "amy", "-q", "batch", "--add-queue", "batch"),
+            1,
+            "fairledger: cannot specify --queues with --add-queue or --delete-queue; use either "
+            "full replacement (--queues) or incremental operations (--add-queue/--delete-queue)\n",
+        ),
+        (
+            ("edit-user", "amy", "--add-queue", "batch", "--delete-queue", "batch"),
+            1,
+            "fairledger: cannot pass queue to both --add-queue and --delete-queue: batch\n",
         ),
         (
             ("view-user", "amy", "--fields", "nope"),
@@ -368,5 +381,5 @@ def test_help_shows_every_default() -> None:
 
     visit(cli, top)
     assert missing == []
-    help_text = CliRunner().invoke(cli, ["add-bank", "--help"]).output
-    assert "--parent-bank TEXT  The parent bank ('' makes the root).  [default: \"\"]" in help_text
+    help_text = " ".join(CliRunner().invoke(cli, ["add-bank", "--help"]).output.split())
+    assert "--parent-bank TEXT The parent bank ('' makes the root). [default: \"\"]" in help_text

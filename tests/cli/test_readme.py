@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -19,6 +21,7 @@ def by_hand_block() -> str:
     return found.group(1)
 
 
+@pytest.mark.slow
 def test_the_readme_by_hand_block_runs_verbatim(tmp_path: Path) -> None:
     shutil.copytree(ROOT / "docs" / "examples", tmp_path / "docs" / "examples")
     env = {k: v for k, v in os.environ.items() if not k.startswith("FAIRLEDGER_")}

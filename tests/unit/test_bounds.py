@@ -125,7 +125,7 @@ def test_period_of_ends_for_any_finite_time(t: float) -> None:
     assert isinstance(period, int)
 
 
-@settings(max_examples=200, deadline=None, derandomize=True)
+@settings(deadline=None, derandomize=True)
 @given(
     st.floats(min_value=0.0, max_value=bounds.TIME_MAX), st.floats(min_value=60.0, max_value=1e9)
 )
@@ -164,7 +164,7 @@ def test_reasons_are_one_printable_line() -> None:
 
 
 @given(st.text())
-@settings(max_examples=300, derandomize=True)
+@settings(derandomize=True)
 def test_printable_leaves_nothing_that_drives_a_terminal(text: str) -> None:
     shown = bounds.printable(text)
     assert not bounds.has_control(shown)

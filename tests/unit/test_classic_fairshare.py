@@ -192,7 +192,7 @@ def trees(draw: st.DrawFn) -> tuple[list[SlurmAccount], list[SlurmUser]]:
     return accounts, users
 
 
-@settings(max_examples=300, deadline=None)
+@settings(deadline=None)
 @given(trees(), st.integers(1, 100), st.randoms(use_true_random=False))
 def test_classic_invariants(
     tree: tuple[list[SlurmAccount], list[SlurmUser]], damp: int, rnd: random.Random

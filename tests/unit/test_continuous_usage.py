@@ -8,7 +8,7 @@ from datetime import datetime
 from zoneinfo import ZoneInfo
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from ledger.continuous_usage import (
@@ -236,7 +236,6 @@ def test_long_half_life_approaches_no_decay(job: Charge) -> None:
     assert charge_usage(job, at, 1e15) == pytest.approx(no_decay, rel=1e-6, abs=1e-9)
 
 
-@settings(max_examples=200)
 @given(
     st.floats(min_value=0.0, max_value=4e9),
     st.sampled_from([p for p in ResetPeriod if p is not ResetPeriod.NONE]),

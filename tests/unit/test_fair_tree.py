@@ -332,7 +332,7 @@ def trees(draw: st.DrawFn) -> tuple[list[SlurmAccount], list[SlurmUser]]:
     return accounts, users
 
 
-@settings(max_examples=300, deadline=None)
+@settings(deadline=None)
 @given(trees(), st.randoms(use_true_random=False))
 def test_fair_tree_invariants(
     tree: tuple[list[SlurmAccount], list[SlurmUser]], rnd: random.Random

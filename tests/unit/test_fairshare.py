@@ -418,7 +418,7 @@ def bank_trees(draw: st.DrawFn) -> BankNode:
     return bank(0)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(deadline=None)
 @given(tree=bank_trees(), seed=st.integers(0, 2**32 - 1))
 def test_fairshare_properties(tree: BankNode, seed: int) -> None:
     result = compute_fairshare(tree)

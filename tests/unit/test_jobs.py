@@ -340,7 +340,7 @@ def test_a_late_starting_job_is_valid() -> None:
         ({"ngpus": "2"}, 'ngpus: value "2": Input should be a valid integer'),
         ({"urgency": 32}, "urgency: value 32: Input should be less than or equal to 31"),
         ({"urgency": -1}, "urgency: value -1: Input should be greater than or equal to 0"),
-        ({"id": "xyz"}, 'id: value "xyz": not f58, decimal or 0x hex'),
+        ({"id": "xyz"}, 'id: value "xyz": not f58, decimal, 0x hex, dotted hex, words or emoji'),
         ({"id": -5}, "id: value -5: out of range"),
         ({"id": 2**64}, "id: value 18446744073709551616: out of range"),
         ({"id": 1.5}, "id: value 1.5: must be an integer or a Flux job ID string"),
