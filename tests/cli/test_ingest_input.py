@@ -8,8 +8,8 @@ import gzip
 import json
 from pathlib import Path
 
-from tests.cli.test_ingest import job, recorded_in_log, site
-from tests.conftest import Store
+from tests.cli.test_ingest import _flux_db, _flux_row, job, recorded_in_log, site
+from tests.conftest import T0, Store
 
 
 def jobs_in_log(store: Store) -> list[str]:
@@ -83,3 +83,20 @@ def test_a_damaged_gzip_file_is_one_line(ledger_store: Store, tmp_path: Path) ->
         assert lines[0].startswith(f"fairledger: {path}: not a readable gzip file after line ")
         assert lines[0].endswith("; nothing recorded")
     assert jobs_in_log(ledger_store) == []
+
+
+def test_a_flux_accounting_database_whose_name_has_uri_characters(
+    ledger_store: Store, tmp_path: Path
+) -> None:
+    """A "?" or "#" in the file's name is part of its name, not a URI's query: the jobs are
+    read from that file and no other file is created."""
+    site(ledger_store)
+    one_node = {"version": 1, "execution": {"R_lite": [{"rank": "0", "children": {"core": "0"}}]}}
+    source = tmp_path / "source"
+    source.mkdir()
+    made = Path(_flux_db(source, "FluxAccountingv0-60-0.db", [_flux_row(7, 5001, T0, one_node)]))
+    odd = source / "jobs?x#y.db"
+    made.rename(odd)
+    ledger_store.run("ingest", "--format", "flux-accounting-db", str(odd))
+    assert jobs_in_log(ledger_store) == ["7"]
+    assert sorted(p.name for p in source.iterdir()) == ["jobs?x#y.db"]
