@@ -13,7 +13,7 @@ import io
 import os
 import zlib
 from collections.abc import Iterator
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from ledger.errors import InvalidValue, NotFound
 from ledger.flux_accounting.jobs_table import flux_job_records
@@ -50,9 +50,9 @@ def stream_lines(stream: IO[bytes], name: str = "-") -> Iterator[str]:
     """A byte stream's lines, gunzipped when it starts with gzip's magic bytes, each decoded
     as UTF-8 whatever the locale's encoding (JSON lines are UTF-8), read once by the validation
     pass: nothing of it is kept but the validated records."""
-    buffered = stream if hasattr(stream, "peek") else io.BufferedReader(stream)  # type: ignore[arg-type]
-    compressed = buffered.peek(len(GZIP_MAGIC))[: len(GZIP_MAGIC)] == GZIP_MAGIC  # type: ignore[attr-defined]
-    source: IO[bytes] = gzip.GzipFile(fileobj=buffered) if compressed else buffered
+    buffered = _peekable(stream)
+    compressed = buffered.peek(len(GZIP_MAGIC))[: len(GZIP_MAGIC)] == GZIP_MAGIC
+    source: IO[bytes] | gzip.GzipFile = gzip.GzipFile(fileobj=buffered) if compressed else buffered
     number = 0
     try:
         for number, raw in enumerate(source, start=1):  # noqa: B007 -- read after the loop
@@ -63,6 +63,14 @@ def stream_lines(stream: IO[bytes], name: str = "-") -> Iterator[str]:
         ) from None
     except OSError as err:
         raise InvalidValue(f"cannot read {name}: {err.strerror or err}") from None
+
+
+def _peekable(stream: IO[bytes]) -> io.BufferedReader:
+    """`stream` with peek(), so that the magic bytes are looked at without consuming them (a
+    pipe cannot seek back)."""
+    if isinstance(stream, io.BufferedReader):
+        return stream
+    return io.BufferedReader(cast(Any, stream))
 
 
 def _decoded(raw: bytes, name: str, number: int) -> str:
