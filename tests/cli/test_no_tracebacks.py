@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from cli.main import cli
 from tests.conftest import T0, Store
 
-EXAMPLES = int(os.environ.get("FAIRLEDGER_FUZZ_EXAMPLES", "25"))
+EXAMPLES = int(os.environ.get("FAIRLEDGER_FUZZ_EXAMPLES", "80"))
 FUZZ = settings(
     max_examples=EXAMPLES,
     deadline=None,
