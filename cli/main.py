@@ -66,6 +66,21 @@ class LedgerGroup(PrefixGroup):
             ctx.exit(1)
 
 
+def _show_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    """`fairledger --version`: the installed distribution's version, so that it cannot drift
+    from what pip installed (a source tree run without installing says so)."""
+    if not value or ctx.resilient_parsing:
+        return
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        shown = version("fairledger")
+    except PackageNotFoundError:
+        shown = "unknown (not installed: pip install -e .)"
+    click.echo(f"fairledger {shown}")
+    ctx.exit(0)
+
+
 def _infrastructure_errors() -> tuple[type[BaseException], ...]:
     import sqlite3
 
@@ -79,6 +94,14 @@ def _infrastructure_errors() -> tuple[type[BaseException], ...]:
 @click.group(
     cls=LedgerGroup,
     context_settings={"help_option_names": ["-h", "--help"], "show_default": True},
+)
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_show_version,
+    help="Print the installed version and exit.",
 )
 @click.option(
     "--db",

@@ -190,11 +190,15 @@ def export_payloads(ctx: click.Context, as_of: AsOf | None, directory: str | Non
     if directory is None:
         click.echo(strict_json(sent, indent=2))
         return
-    os.makedirs(directory, exist_ok=True)
     texts = {name: strict_json(sent[name], indent=2) for name in PAYLOAD_NAMES}  # all, or none
-    for name in PAYLOAD_NAMES:
-        with open(os.path.join(directory, f"{name}.json"), "w", encoding="utf-8") as handle:
-            handle.write(texts[name] + "\n")
+    try:
+        os.makedirs(directory, exist_ok=True)
+        for name in PAYLOAD_NAMES:
+            with open(os.path.join(directory, f"{name}.json"), "w", encoding="utf-8") as handle:
+                handle.write(texts[name] + "\n")
+    except OSError as err:
+        # An empty or unwritable --dir, a file in its way: one line, not a traceback.
+        raise click.FileError(err.filename or directory, hint=err.strerror or str(err)) from None
     click.echo(f"wrote {len(PAYLOAD_NAMES)} payloads to {directory}")
 
 

@@ -295,6 +295,10 @@ def fairshare_history_command(
     fair-share = rank / N of the weighted walk over the site as it stood."""
     if start is not None and end is not None and start > end:
         raise click.BadParameter(f"--from {iso(start)} is after --to {iso(end)}")
+    if plot is not None and not _matplotlib_installed():
+        # Checked before any work: matplotlib is an extra (fairledger[plot]), not a dependency.
+        click.echo(f"fairledger: --plot needs matplotlib: {PLOT_EXTRA}", err=True)
+        ctx.exit(1)
     history = fairshare_history_of(session(ctx), username, bank, start, end)
     rows = history.rows
     shown = [_history_row(row) for row in rows]
@@ -336,6 +340,17 @@ def _rank_text(row: dict[str, Any]) -> str:
     if row["rank"] is None:
         return f"- of {row['of']} (inactive)" if not row["active"] else f"- of {row['of']}"
     return f"{row['rank']} of {row['of']}"
+
+
+PLOT_EXTRA = "pip install 'fairledger[plot]'"
+
+
+def _matplotlib_installed() -> bool:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def _plot(rows: list[HistoryRow], name: str, path: str) -> None:

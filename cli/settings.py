@@ -83,7 +83,16 @@ def edit_config(
     ctx: click.Context, settings: tuple[str, ...], actor: str | None, reason: str | None
 ) -> None:
     """Change config keys (weights, half-life, reset period, decay factor, deny_unknown_queues).
-    Usage is recomputed from the stored jobs with the new values; nothing is wiped."""
+
+    \b
+    Recomputed: priority_decay_half_life, priority_usage_reset_period and
+      decay_factor: usage from the change on is recomputed from the stored
+      jobs with the new values (nothing is wiped; as-of reads before it keep
+      the old ones).
+    Not recomputed: node_weight, core_weight and gpu_weight price each job
+      when it is recorded; a new weight prices only the jobs recorded after
+      it, never history.
+    """
     pairs = _pairs(settings)
     changed = session(ctx).change(lambda s, st: s.edit_config(st, pairs), reason, actor)
     if not changed:

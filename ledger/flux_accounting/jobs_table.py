@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import sqlite3
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from ledger.errors import InvalidValue, NotFound
@@ -17,7 +18,9 @@ def flux_job_records(path: str) -> Iterator[dict[str, Any]]:
     source that flux-accounting still writes is never changed."""
     if not os.path.exists(path):
         raise NotFound(f"no such file: {path}")
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    # A URI built from the path, not pasted into one: a "?" or "#" in a file name would end the
+    # path there and open (creating it read-write) another file.
+    conn = sqlite3.connect(Path(path).absolute().as_uri() + "?mode=ro", uri=True)
     conn.row_factory = sqlite3.Row
     try:
         for row in conn.execute("SELECT * FROM jobs ORDER BY t_inactive, id"):

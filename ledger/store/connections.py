@@ -117,6 +117,17 @@ def parse_store_url(url: str) -> StoreConfig:
         path = url[len("sqlite:///") :]
         if not path:
             raise InvalidValue(f"invalid --db URL: {url!r} (sqlite:///PATH)")
+        try:
+            path.encode("utf-8")
+        except UnicodeEncodeError:
+            # Bytes that are not UTF-8 reach us as lone surrogates; SQLite takes UTF-8 names.
+            raise InvalidValue(
+                f"invalid --db URL: {url.encode('utf-8', 'backslashreplace').decode()!r} "
+                "(the path is not valid UTF-8)"
+            ) from None
+        if os.path.isdir(path):
+            # SQLite would say only "unable to open database file".
+            raise InvalidValue(f"invalid --db URL: {url!r} ({path} is a directory)")
         return StoreConfig(kind="sqlite", path=os.path.abspath(path))
     if url.startswith(("postgresql://", "postgres://")):
         parsed = urlparse(url)
@@ -340,7 +351,9 @@ def is_permission_error(err: BaseException) -> bool:
     PostgreSQL, a read-only file on SQLite)."""
     if isinstance(err, sqlite3.OperationalError):
         return "readonly" in str(err) or "read-only" in str(err)
-    return getattr(err, "sqlstate", None) == "42501"
+    # 42501: a role without the privilege; 25006: a read-only transaction (a hot standby, or
+    # a session with default_transaction_read_only), which may read but never write.
+    return getattr(err, "sqlstate", None) in ("42501", "25006")
 
 
 def ensure_schema(
@@ -357,12 +370,19 @@ def ensure_schema(
         with postgres_admin_connect(config) as raw:
             raw.execute(ddl)
         return
-    os.makedirs(os.path.dirname(config.path) or ".", exist_ok=True)
     mode = SQLITE_GROUP_READABLE_MODE if group_readable else SQLITE_FILE_MODE
     try:
+        # Missing parent directories are created, as flux-accounting's create-db does.
+        os.makedirs(os.path.dirname(config.path) or ".", exist_ok=True)
         fd = os.open(config.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, mode)
     except FileExistsError:
         return
+    except OSError as err:
+        # A read-only or unwritable directory, a file where a directory should be, a full disk.
+        where = err.filename or config.path
+        raise StoreUnavailable(
+            f"cannot create the ledger at {config.describe()}: {where}: {err.strerror or err}"
+        ) from None
     try:
         os.fchmod(fd, mode)
     finally:
@@ -383,11 +403,31 @@ def event_table_exists(config: StoreConfig, conn: Connection | None = None) -> b
             return raw.execute(query, (config.schema,)).fetchone() is not None
     if not os.path.exists(config.path):
         return False
-    lite = sqlite3.connect(config.path)
     try:
-        row = lite.execute(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'stored_events'"
-        ).fetchone()
-        return row is not None
-    finally:
-        lite.close()
+        lite = sqlite3.connect(config.path)
+        try:
+            row = lite.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'stored_events'"
+            ).fetchone()
+            return row is not None
+        finally:
+            lite.close()
+    except sqlite3.OperationalError as err:
+        raise StoreUnavailable(_sqlite_unreadable(config, err)) from None
+
+
+def _sqlite_unreadable(config: StoreConfig, err: sqlite3.OperationalError) -> str:
+    """Why a SQLite ledger cannot even be read, in words that say what to change: SQLite's own
+    messages ("attempt to write a readonly database" for a read) do not."""
+    where = f"cannot read the ledger at {config.describe()}"
+    if not os.access(config.path, os.R_OK):
+        return f"{where}: permission denied"
+    if is_permission_error(err):
+        # A WAL-mode database is read through its -wal and -shm files, which SQLite creates
+        # beside it when absent: a reader that may not write the directory cannot.
+        directory = os.path.dirname(config.path)
+        return (
+            f"{where}: SQLite must create its -wal and -shm files in {directory}, which this "
+            "user may not write (give the user write access to the directory)"
+        )
+    return f"{where}: {err}"

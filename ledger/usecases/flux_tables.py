@@ -9,6 +9,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from ledger.clock import AsOf
+from ledger.errors import InvalidValue
 from ledger.flux_accounting.csv_files import Loaded, load_tables, read_csv_tables
 from ledger.flux_accounting.tables import TABLE_COLUMNS
 from ledger.usecases.session import Session
@@ -25,15 +26,19 @@ def export_tables(s: Session, directory: str, as_of: AsOf | None = None) -> Iter
     """One CSV file per table in `directory` (created if missing), as the site stands now or
     at `as_of`; each file reported as it is written."""
     conn = s.read(as_of)
-    os.makedirs(directory, exist_ok=True)
-    for table, columns in TABLE_COLUMNS.items():
-        rows = table_rows(conn, table)
-        path = os.path.join(directory, f"{table}.csv")
-        with open(path, "w", newline="", encoding="utf-8") as handle:
-            writer = csv.writer(handle)  # flux-accounting's export-db: csv's default dialect
-            writer.writerow(columns)
-            writer.writerows([row[c] for c in columns] for row in rows)
-        yield Written(path, len(rows))
+    try:
+        os.makedirs(directory, exist_ok=True)
+        for table, columns in TABLE_COLUMNS.items():
+            rows = table_rows(conn, table)
+            path = os.path.join(directory, f"{table}.csv")
+            with open(path, "w", newline="", encoding="utf-8") as handle:
+                writer = csv.writer(handle)  # flux-accounting's export-db: csv's default dialect
+                writer.writerow(columns)
+                writer.writerows([row[c] for c in columns] for row in rows)
+            yield Written(path, len(rows))
+    except OSError as err:
+        # An empty or unwritable --dir, a file in its way, a full disk: one line, not a trace.
+        raise InvalidValue(f"cannot write {err.filename!r}: {err.strerror or err}") from None
 
 
 def load_csv_files(

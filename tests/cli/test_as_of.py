@@ -7,21 +7,12 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.builders import job_line
 from tests.conftest import T0, Store
 
 
 def job(job_id: int, user: str, end: float, seconds: float, bank: str = "A") -> str:
-    return json.dumps(
-        {
-            "id": job_id,
-            "username": user,
-            "bank": bank,
-            "t_run": end - seconds,
-            "t_inactive": end,
-            "nnodes": 1,
-            "ncores": 1,
-        }
-    )
+    return job_line(job_id, user=user, bank=bank, end=end, seconds=seconds)
 
 
 def history(store: Store) -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import uuid
 from collections.abc import Iterator
 
@@ -27,6 +26,7 @@ from projections.queries.as_of import Moment, Recomputed, recompute
 from projections.queries.fairshare_history import markers_between
 from projections.writers import checkpoints
 from projections.writers.usage_tables import association_usage_at
+from tests.builders import job_line
 from tests.conftest import T0, Store
 
 USERS = {"alice": "A", "bob": "B", "carol": "B"}
@@ -42,18 +42,10 @@ def site(store: Store) -> None:
 
 def job(job_id: int, user: str, end: float, seconds: float, by_uid: bool = False) -> str:
     """A job naming its user and bank, or (`by_uid`) only the user's userid."""
-    who: dict[str, object] = {"username": user, "bank": USERS[user]}
     if by_uid:
-        who = {"userid": 2000 + sorted(USERS).index(user)}
-    record = {
-        "id": job_id,
-        **who,
-        "t_run": end - seconds,
-        "t_inactive": end,
-        "nnodes": 1,
-        "ncores": 1,
-    }
-    return json.dumps(record) + "\n"
+        userid = 2000 + sorted(USERS).index(user)
+        return job_line(job_id, userid=userid, end=end, seconds=seconds) + "\n"
+    return job_line(job_id, user=user, bank=USERS[user], end=end, seconds=seconds) + "\n"
 
 
 def expected_entries(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from tests.builders import job_line
 from tests.conftest import T0, Store
 
 LATER = T0 + 400  # every explanation asked long after the fact must not have moved
@@ -18,18 +19,7 @@ def job(
     seconds: float,
     **extra: Any,
 ) -> str:
-    return json.dumps(
-        {
-            "id": job_id,
-            "username": user,
-            "t_submit": T0 + submit,
-            "t_run": T0 + end - seconds,
-            "t_inactive": T0 + end,
-            "nnodes": 1,
-            "ncores": 1,
-            **extra,
-        }
-    )
+    return job_line(job_id, user=user, submit=T0 + submit, end=T0 + end, seconds=seconds, **extra)
 
 
 def lines(*jobs: str) -> str:

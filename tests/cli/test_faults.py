@@ -340,7 +340,8 @@ def test_input_that_is_not_utf8_is_one_line(ledger_store: Store, tmp_path: Path)
     for args, given in (((str(path),), None), (("-",), path.read_bytes())):
         result = ledger_store.run("ingest", *args, input=given, expect=1)
         assert result.stderr == (
-            f"fairledger: {args[0]}: not UTF-8 (invalid continuation byte); nothing recorded\n"
+            f"fairledger: {args[0]}: line 2: not UTF-8 (invalid continuation byte); "
+            "nothing recorded\n"
         )
     assert recorded_in_log(ledger_store) == []
 

@@ -9,23 +9,14 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from tests.builders import job_line
 from tests.conftest import PG_URL, REQUIRE_PG, T0, Store, _pg_reachable
 
 OPS = ("--actor", "ops")
 
 
 def job(job_id: int, user: str, bank: str, end: float, seconds: float) -> str:
-    return json.dumps(
-        {
-            "id": job_id,
-            "username": user,
-            "bank": bank,
-            "t_run": end - seconds,
-            "t_inactive": end,
-            "nnodes": 1,
-            "ncores": 1,
-        }
-    )
+    return job_line(job_id, user=user, bank=bank, end=end, seconds=seconds)
 
 
 def build(store: Store) -> None:

@@ -18,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.builders import job_record
 from tests.conftest import DATA, PG_URL, T0, Store
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,17 +42,8 @@ def site(store: Store) -> None:
 
 def job(job_id: Any, end: float = T0, duration: float = 10, **fields: Any) -> dict[str, Any]:
     """A completed job of alice (userid 5001) on 1 node: charge = duration."""
-    record: dict[str, Any] = {
-        "id": job_id,
-        "userid": 5001,
-        "t_submit": end - duration - 5,
-        "t_run": end - duration,
-        "t_inactive": end,
-        "nnodes": 1,
-        "ncores": 1,
-    }
-    record.update(fields)
-    return record
+    fields = {"userid": 5001, "submit": end - duration - 5, **fields}
+    return job_record(job_id, end=end, seconds=duration, **fields)
 
 
 def write(path: Path, *lines: dict[str, Any] | str) -> str:

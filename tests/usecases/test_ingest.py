@@ -169,7 +169,7 @@ def test_the_events_name_the_input_the_reason_and_the_actor(session: Session) ->
 
 def test_input_that_is_not_utf8_records_nothing(session: Session) -> None:
     stream = io.BytesIO(json.dumps(job(1)).encode() + b"\n\xff\xfe\n")
-    with pytest.raises(InvalidValue, match=r"^-: not UTF-8 \(.*\); nothing recorded$"):
+    with pytest.raises(InvalidValue, match=r"^-: line 2: not UTF-8 \(.*\); nothing recorded$"):
         ingest(session, stream_lines(stream), "-", "jsonl")
     assert recorded_ids(session) == []
 
