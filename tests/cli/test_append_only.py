@@ -112,7 +112,7 @@ def test_opening_a_ledger_without_the_triggers_installs_them(ledger_store: Store
                 for op in ("update", "delete"):
                     execute(f"DROP TRIGGER fairledger_append_only_{op}_{table}")
         execute(f"UPDATE {snapshots} SET topic = 'x' WHERE false")  # no longer refused
-    ledger_store.run("list-banks")  # any command opens the ledger
+    ledger_store.run("list-configs")  # any command opens the ledger
     add_snapshot_row(ledger_store)
     assert REFUSED in refused(ledger_store, f"DELETE FROM {events}")
     assert REFUSED in refused(ledger_store, f"UPDATE {snapshots} SET topic = 'x'")
