@@ -21,6 +21,7 @@ from ledger import bounds
 from ledger import events as ev
 from ledger import import_events as iev
 from ledger.bounds import check_float, check_int, check_text
+from ledger.clock import zone_named
 from ledger.durations import format_seconds, parse_duration
 from ledger.errors import AlreadyExists, InvalidValue, NotFound
 from ledger.fairshare_in_force import NEW_ASSOCIATION_FAIRSHARE
@@ -28,9 +29,10 @@ from ledger.limits import ASSOCIATION_LIMIT_FIELDS
 from ledger.reducers import fold
 from ledger.state import (
     ASSOCIATION_DEFAULTS,
-    CONFIG_KEYS,
+    EDITABLE_CONFIG_KEYS,
     FACTOR_DEFAULTS,
     QUEUE_DEFAULTS,
+    TIMEZONE_KEY,
     Association,
     SiteState,
     csv_items,
@@ -818,9 +820,11 @@ def default_config(half_life: float, reset_period: float, decay_factor: float) -
 
 def normalise_config_value(key: str, value: str) -> str:
     """The stored text of a config value, validated the way flux-accounting's edit-config does."""
-    if key not in CONFIG_KEYS:
+    if key not in EDITABLE_CONFIG_KEYS:
         raise NotFound(f"key {bounds.printable(key)} not found in config_table")
     text = str(value).strip()
+    if key == TIMEZONE_KEY:
+        return zone_named(text).key  # an IANA name; a bad one is refused before it is recorded
     if key in ("node_weight", "core_weight", "gpu_weight"):
         try:
             number = float(text)
