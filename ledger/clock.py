@@ -243,8 +243,9 @@ def zone_named(name: str) -> ZoneInfo:
 
 @cache
 def _zone_names() -> frozenset[str]:
-    # The zones the tz database lists: not `localtime` or a path, which differ per machine.
-    return frozenset(available_timezones())
+    # The zones the tz database lists, but not `localtime` (a system's link to its own zone):
+    # a ledger's times must not change meaning with the machine that reads them.
+    return frozenset(available_timezones()) - {"localtime"}
 
 
 def to_datetime(epoch: float) -> datetime:

@@ -29,6 +29,7 @@ from ledger.limits import ASSOCIATION_LIMIT_FIELDS
 from ledger.reducers import fold
 from ledger.state import (
     ASSOCIATION_DEFAULTS,
+    CONFIG_DEFAULTS,
     EDITABLE_CONFIG_KEYS,
     FACTOR_DEFAULTS,
     QUEUE_DEFAULTS,
@@ -638,7 +639,9 @@ class Site(Aggregate):
         check_decay_config(merged)
         recorded = 0
         for key, value in normalised:
-            old = self.state.config.get(key)
+            # A key of fairledger's own not yet recorded holds its default: setting that is no
+            # change, and history shows the change from it.
+            old = self.state.config.get(key, CONFIG_DEFAULTS.get(key))
             if old != value:
                 self.trigger_event(ev.ConfigChanged, key=key, old=old, new=value, **stamp.kwargs())
                 recorded += 1
