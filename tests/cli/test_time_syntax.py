@@ -243,3 +243,16 @@ def test_malformed_times_are_usage_errors_naming_the_text(
     ):
         err = refused(ledger_store, *args, code=2, now=None)
         assert f"invalid time: {text!r} (" in err and why in err, args
+
+
+def test_a_set_timezone_survives_export_db_and_pop_db(ledger_store: Store, tmp_path: Path) -> None:
+    ledger_store.run("edit-config", "timezone=Asia/Tokyo")
+    ledger_store.run("export-db", "--dir", str(tmp_path))
+    rows = (tmp_path / "config_table.csv").read_text().splitlines()
+    assert rows[-1] == "timezone,Asia/Tokyo"
+    other = Store("sqlite", f"sqlite:///{tmp_path / 'other.db'}")
+    other.run("create-db")
+    other.run("pop-db", "-c", str(tmp_path / "config_table.csv"))
+    assert (
+        json.loads(other.run("view-config", "timezone", "--json").stdout)["value"] == "Asia/Tokyo"
+    )
