@@ -30,6 +30,7 @@ from ledger.reducers import fold
 from ledger.state import (
     ASSOCIATION_DEFAULTS,
     CONFIG_DEFAULTS,
+    CONFIG_KEYS,
     EDITABLE_CONFIG_KEYS,
     FACTOR_DEFAULTS,
     QUEUE_DEFAULTS,
@@ -616,7 +617,8 @@ class Site(Aggregate):
             raise InvalidValue(f"invalid config key: {bounds.printable(repr(key))}")
         if key in self.state.config:
             raise AlreadyExists(f"key {key} already exists in config_table")
-        text = normalise_config_value(key, value) if key in CONFIG_KEYS else _check_value(value)
+        checked = key in EDITABLE_CONFIG_KEYS  # a core key, or one of ours such as timezone
+        text = normalise_config_value(key, value) if checked else _check_value(value)
         self.trigger_event(ev.ConfigChanged, key=key, old=None, new=text, **stamp.kwargs())
 
     def delete_config(self, stamp: Stamp, key: str) -> None:
@@ -631,7 +633,7 @@ class Site(Aggregate):
         # A key add-config added holds free text; the core keys are checked.
         normalised = [
             (key, _check_value(value))
-            if key not in CONFIG_KEYS and key in self.state.config
+            if key not in EDITABLE_CONFIG_KEYS and key in self.state.config
             else (key, normalise_config_value(key, value))
             for key, value in pairs
         ]

@@ -155,6 +155,21 @@ def test_a_timezone_must_be_an_iana_zone(ledger_store: Store) -> None:
     assert ledger_store.run("edit-config", "timezone=America/New_York").stderr == (
         "config: nothing to change\n"
     )
+    # delete-config takes it back to its default; add-config and edit-config check it alike,
+    # recorded or not: it is never free text.
+    ledger_store.run("delete-config", "timezone")
+    assert (
+        json.loads(ledger_store.run("view-config", "timezone", "--json").stdout)["value"] == "UTC"
+    )
+    before = ledger_store.log_position()
+    refusal = ledger_store.run("add-config", "timezone=Mars/Base", expect=1).stderr
+    assert refusal.startswith("fairledger: invalid timezone: 'Mars/Base'")
+    ledger_store.run("add-config", "timezone=Asia/Tokyo")
+    refusal = ledger_store.run("edit-config", "timezone=Mars/Base", expect=1).stderr
+    assert refusal.startswith("fairledger: invalid timezone: 'Mars/Base'")
+    assert ledger_store.log_position() == before + 1
+    value = json.loads(ledger_store.run("view-config", "timezone", "--json").stdout)["value"]
+    assert value == "Asia/Tokyo"
 
 
 def test_now_takes_every_form(store: Store) -> None:
