@@ -113,10 +113,9 @@ def read_models_but_config(store: Store) -> dict[str, Any]:
 
 
 def test_the_site_timezone_moves_zone_less_times_only(site: Store) -> None:
-    assert json.loads(site.run("view-config", "timezone", "--json").stdout) == {
-        "key": "timezone",
-        "value": "UTC",
-    }
+    assert json.loads(site.run("view-config", "timezone", "--json").stdout) == [
+        {"key": "timezone", "value": "UTC"}
+    ]
     usage_before = read_models_but_config(site)
     site.run("edit-config", "timezone=Europe/Berlin", now=NOW)
     # Recorded as a config change like any other; no usage is recomputed for it.
@@ -159,7 +158,8 @@ def test_a_timezone_must_be_an_iana_zone(ledger_store: Store) -> None:
     # recorded or not: it is never free text.
     ledger_store.run("delete-config", "timezone")
     assert (
-        json.loads(ledger_store.run("view-config", "timezone", "--json").stdout)["value"] == "UTC"
+        json.loads(ledger_store.run("view-config", "timezone", "--json").stdout)[0]["value"]
+        == "UTC"
     )
     before = ledger_store.log_position()
     refusal = ledger_store.run("add-config", "timezone=Mars/Base", expect=1).stderr
@@ -168,7 +168,7 @@ def test_a_timezone_must_be_an_iana_zone(ledger_store: Store) -> None:
     refusal = ledger_store.run("edit-config", "timezone=Mars/Base", expect=1).stderr
     assert refusal.startswith("fairledger: invalid timezone: 'Mars/Base'")
     assert ledger_store.log_position() == before + 1
-    value = json.loads(ledger_store.run("view-config", "timezone", "--json").stdout)["value"]
+    value = json.loads(ledger_store.run("view-config", "timezone", "--json").stdout)[0]["value"]
     assert value == "Asia/Tokyo"
 
 
@@ -269,5 +269,6 @@ def test_a_set_timezone_survives_export_db_and_pop_db(ledger_store: Store, tmp_p
     other.run("create-db")
     other.run("pop-db", "-c", str(tmp_path / "config_table.csv"))
     assert (
-        json.loads(other.run("view-config", "timezone", "--json").stdout)["value"] == "Asia/Tokyo"
+        json.loads(other.run("view-config", "timezone", "--json").stdout)[0]["value"]
+        == "Asia/Tokyo"
     )
