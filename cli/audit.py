@@ -8,10 +8,11 @@ from typing import Any
 import click
 
 from cli.audit_text import diff_lines, history_line
-from cli.params import AS_OF, AsOf
-from cli.session import Session, session
+from cli.params import AS_OF, TIME_FORMS, AsOf
+from cli.session import session
 from ledger.bounds import printable
 from ledger.clock import iso
+from ledger.errors import InvalidValue
 from projections.queries import as_of as as_of_view
 from projections.queries import diff as diff_view
 from projections.queries import history as history_view
@@ -53,14 +54,6 @@ def _selector(
     return history_view.Selector("config" if config else "all")
 
 
-def _now_for(s: Session, *times: AsOf | None) -> float:
-    """The ledger's now, to resolve durations ago. Absolute times don't ask the clock, which
-    refuses a --now earlier than the newest event."""
-    if all(t is None or t.absolute is not None for t in times):
-        return 0.0
-    return s.ledger.now().timestamp()
-
-
 @click.command("history")
 @click.option("--bank", default=None, metavar="BANK", help="A bank's own events.")
 @click.option(
@@ -82,9 +75,11 @@ def _now_for(s: Session, *times: AsOf | None) -> float:
     "--since",
     type=AS_OF,
     default=None,
-    help="Events at or after this time (ISO 8601 with a zone, epoch seconds, or 3d ago).",
+    help=f"Events at or after this time: {TIME_FORMS}.",
 )
-@click.option("--until", type=AS_OF, default=None, help="Events at or before this time.")
+@click.option(
+    "--until", type=AS_OF, default=None, help="Events at or before this time (same forms)."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list of events.")
 @click.pass_context
 def history(
@@ -106,13 +101,12 @@ def history(
     selector = _selector(bank, user, queue, project, config, all_)
     s = session(ctx)
     conn = s.read()
-    now = _now_for(s, since, until)
     entries = history_view.read_history(
         s.ledger,
         conn,
         selector,
-        since=None if since is None else since.resolve(now),
-        until=None if until is None else until.resolve(now),
+        since=None if since is None else s.when(since),
+        until=None if until is None else s.when(until),
     )
     if as_json:
         click.echo(json.dumps([e.to_json() for e in entries], indent=2, ensure_ascii=False))
@@ -138,9 +132,14 @@ def _moment_json(moment: as_of_view.Moment) -> dict[str, Any]:
     "from_",
     type=AS_OF,
     required=True,
-    help="The earlier moment: ISO 8601 with a zone, epoch seconds, or a duration ago (3d).",
+    help=f"The earlier moment, no later than --to: {TIME_FORMS}.",
 )
-@click.option("--to", type=AS_OF, default=None, help="The later moment (same forms; default: now).")
+@click.option(
+    "--to",
+    type=AS_OF,
+    default=None,
+    help="The later moment, no later than the ledger's now (same forms; default: now).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON object.")
 @click.pass_context
 def diff(ctx: click.Context, from_: AsOf, to: AsOf | None, as_json: bool) -> None:
@@ -148,10 +147,16 @@ def diff(ctx: click.Context, from_: AsOf, to: AsOf | None, as_json: bool) -> Non
     config, and fair-share values and ranks. The moments compared are stated on stderr."""
     s = session(ctx)
     conn = s.read()
-    to = to if to is not None else AsOf(ago=0.0)
-    now = _now_for(s, from_, to)
-    start = as_of_view.moment_at(conn, from_.resolve(now))
-    end = as_of_view.moment_at(conn, to.resolve(now))
+    to = to if to is not None else AsOf(ago=0.0, text="now")
+    earlier, later = s.past(from_, "--from"), s.past(to, "--to")
+    if earlier > later:
+        # Not a reversed diff: a reversed pair is almost always a typo.
+        raise InvalidValue(
+            f"--from {from_.described()} ({iso(earlier)}) is after "
+            f"--to {to.described()} ({iso(later)})"
+        )
+    start = as_of_view.moment_at(conn, earlier)
+    end = as_of_view.moment_at(conn, later)
     click.echo(f"from: {start.describe()}", err=True)
     click.echo(f"to: {end.describe()}", err=True)
     before = as_of_view.materialize(s.ledger, conn, start)

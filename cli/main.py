@@ -30,7 +30,7 @@ from cli import (
 from cli.option_prefixes import PrefixGroup
 from cli.session import Session, warn
 from ledger.bounds import printable, printable_lines
-from ledger.clock import parse_requested_now
+from ledger.clock import parse_time_spec
 from ledger.errors import LedgerError, OutOfRange
 
 
@@ -116,7 +116,8 @@ def _infrastructure_errors() -> tuple[type[BaseException], ...]:
     envvar="FAIRLEDGER_NOW",
     default=None,
     metavar="TIME",
-    help="The ledger's time for this command (epoch seconds or ISO 8601 with a zone); "
+    help="The ledger's time for this command: epoch seconds, ISO 8601, a date such as "
+    "12/01/24 (no zone: the site's timezone config), or a duration before the real clock (3d); "
     "never earlier than the newest event. Env: FAIRLEDGER_NOW.",
 )
 @click.pass_context
@@ -129,7 +130,7 @@ def cli(ctx: click.Context, db: str | None, now: str | None) -> None:
     ctx.call_on_close(ctx.obj.close)
     try:
         # A well-formed time out of bounds is OutOfRange (exit 1); a malformed one exit 2.
-        ctx.obj.set_now(parse_requested_now(now) if now else None)
+        ctx.obj.set_now(parse_time_spec(now) if now else None)
     except OutOfRange:
         raise
     except LedgerError as err:

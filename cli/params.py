@@ -7,9 +7,18 @@ from typing import Any
 
 import click
 
-from ledger.clock import AsOf, parse_time
+from cli.session import Session
+from ledger.clock import AsOf, TimeSpec, parse_time_spec
 from ledger.durations import parse_duration
 from ledger.errors import InvalidValue, OutOfRange
+
+__all__ = ["AS_OF", "DURATION", "LIMIT", "TIME", "AsOf", "TimeSpec", "as_of_option"]
+
+# Every time option's help names the forms once (ledger.clock has the rules).
+TIME_FORMS = (
+    "epoch seconds, ISO 8601, a date such as 2024-12-01, 12/01/24 or 'Jan 1, 1990 8am' "
+    "(no zone: the site's timezone config), or a duration ago (3d, 12h ago)"
+)
 
 
 class DurationType(click.ParamType):
@@ -39,49 +48,44 @@ class LimitType(click.ParamType):
             self.fail(f"{value!r} is not an integer or 'unlimited'", param, ctx)
 
 
-class TimeType(click.ParamType):
+class TimeSpecType(click.ParamType):
+    """A time as typed (ledger.clock), parsed but not yet resolved: the command resolves it
+    with the site's zone and the ledger's now (Session.when, Session.moment)."""
+
     name = "TIME"
 
-    def convert(self, value: Any, param: Any, ctx: Any) -> float:
+    def convert(self, value: Any, param: Any, ctx: Any) -> TimeSpec:
+        if isinstance(value, TimeSpec):
+            return value
         try:
-            return parse_time(value)
+            return parse_time_spec(value)
         except OutOfRange:
             raise
         except InvalidValue as err:
             self.fail(str(err), param, ctx)
+
+
+class TimeType(click.ParamType):
+    """A time as epoch seconds. A zone-less time or a duration ago is resolved here with the
+    command's session (the site's `timezone`, the ledger's now), so a command body and its use
+    case receive a plain number; an absolute time opens nothing."""
+
+    name = "TIME"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> float:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+        spec = AS_OF.convert(value, param, ctx)
+        if spec.absolute is not None:
+            return spec.absolute
+        session = ctx.find_object(Session) if ctx is not None else None
+        return session.when(spec) if session is not None else spec.resolve()
 
 
 DURATION = DurationType()
 LIMIT = LimitType()
-TIME = TimeType()
-
-
-class AsOfType(click.ParamType):
-    """ISO 8601 with a zone, epoch seconds, or a duration ago: `3d`, `12h ago`, `-1w`."""
-
-    name = "TIME|DURATION-ago"
-
-    def convert(self, value: Any, param: Any, ctx: Any) -> AsOf:
-        if isinstance(value, AsOf):
-            return value
-        text = str(value).strip()
-        relative = text.removesuffix("ago").strip().removeprefix("-")
-        if relative and relative[-1:] in "smhdw" and relative[:1].isdigit():
-            try:
-                return AsOf(ago=parse_duration(relative))
-            except OutOfRange:
-                raise
-            except InvalidValue as err:
-                self.fail(str(err), param, ctx)
-        try:
-            return AsOf(absolute=parse_time(text))
-        except OutOfRange:
-            raise
-        except InvalidValue as err:
-            self.fail(str(err), param, ctx)
-
-
-AS_OF = AsOfType()
+AS_OF = TimeSpecType()  # resolved by the use case: --as-of checks it against the ledger's clock
+TIME = TimeType()  # epoch seconds, resolved at parse time (add-bank --ignore-older-than uses it)
 
 
 def as_of_option(func: Any) -> Any:
@@ -90,6 +94,5 @@ def as_of_option(func: Any) -> Any:
         "as_of",
         type=AS_OF,
         default=None,
-        help="Answer as the ledger stood then: ISO 8601 with a zone, epoch seconds, or a "
-        "duration ago (3d, 12h).",
+        help=f"Answer as the ledger stood then, no later than the ledger's now: {TIME_FORMS}.",
     )(func)

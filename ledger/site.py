@@ -21,6 +21,7 @@ from ledger import bounds
 from ledger import events as ev
 from ledger import import_events as iev
 from ledger.bounds import check_float, check_int, check_text
+from ledger.clock import zone_named
 from ledger.durations import format_seconds, parse_duration
 from ledger.errors import AlreadyExists, InvalidValue, NotFound
 from ledger.fairshare_in_force import NEW_ASSOCIATION_FAIRSHARE
@@ -28,9 +29,12 @@ from ledger.limits import ASSOCIATION_LIMIT_FIELDS
 from ledger.reducers import fold
 from ledger.state import (
     ASSOCIATION_DEFAULTS,
+    CONFIG_DEFAULTS,
     CONFIG_KEYS,
+    EDITABLE_CONFIG_KEYS,
     FACTOR_DEFAULTS,
     QUEUE_DEFAULTS,
+    TIMEZONE_KEY,
     Association,
     SiteState,
     csv_items,
@@ -613,7 +617,8 @@ class Site(Aggregate):
             raise InvalidValue(f"invalid config key: {bounds.printable(repr(key))}")
         if key in self.state.config:
             raise AlreadyExists(f"key {key} already exists in config_table")
-        text = normalise_config_value(key, value) if key in CONFIG_KEYS else _check_value(value)
+        checked = key in EDITABLE_CONFIG_KEYS  # a core key, or one of ours such as timezone
+        text = normalise_config_value(key, value) if checked else _check_value(value)
         self.trigger_event(ev.ConfigChanged, key=key, old=None, new=text, **stamp.kwargs())
 
     def delete_config(self, stamp: Stamp, key: str) -> None:
@@ -628,7 +633,7 @@ class Site(Aggregate):
         # A key add-config added holds free text; the core keys are checked.
         normalised = [
             (key, _check_value(value))
-            if key not in CONFIG_KEYS and key in self.state.config
+            if key not in EDITABLE_CONFIG_KEYS and key in self.state.config
             else (key, normalise_config_value(key, value))
             for key, value in pairs
         ]
@@ -636,7 +641,9 @@ class Site(Aggregate):
         check_decay_config(merged)
         recorded = 0
         for key, value in normalised:
-            old = self.state.config.get(key)
+            # A key of fairledger's own not yet recorded holds its default: setting that is no
+            # change, and history shows the change from it.
+            old = self.state.config.get(key, CONFIG_DEFAULTS.get(key))
             if old != value:
                 self.trigger_event(ev.ConfigChanged, key=key, old=old, new=value, **stamp.kwargs())
                 recorded += 1
@@ -818,9 +825,11 @@ def default_config(half_life: float, reset_period: float, decay_factor: float) -
 
 def normalise_config_value(key: str, value: str) -> str:
     """The stored text of a config value, validated the way flux-accounting's edit-config does."""
-    if key not in CONFIG_KEYS:
+    if key not in EDITABLE_CONFIG_KEYS:
         raise NotFound(f"key {bounds.printable(key)} not found in config_table")
     text = str(value).strip()
+    if key == TIMEZONE_KEY:
+        return zone_named(text).key  # an IANA name; a bad one is refused before it is recorded
     if key in ("node_weight", "core_weight", "gpu_weight"):
         try:
             number = float(text)

@@ -46,6 +46,13 @@ CONFIG_KEYS = (
     "gpu_weight",
     "deny_unknown_queues",
 )
+# fairledger's own config keys, with the value in force until edit-config records one. Not
+# recorded at create-db (ledgers made before a key existed read the same default), not in
+# flux-accounting's config_table, and none triggers a usage rebin.
+TIMEZONE_KEY = "timezone"  # the IANA zone of a time typed without one (ledger.clock)
+DEFAULT_TIMEZONE = "UTC"
+CONFIG_DEFAULTS: dict[str, str] = {TIMEZONE_KEY: DEFAULT_TIMEZONE}
+EDITABLE_CONFIG_KEYS = (*CONFIG_KEYS, *CONFIG_DEFAULTS)
 
 
 def csv_items(text: str) -> list[str]:
@@ -127,6 +134,10 @@ class SiteState:
     last_fairshare_update: float | None = None
     # Sites imported from flux-accounting: sha256 of the source -> {"file", "at"}.
     imports: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def timezone(self) -> str:
+        return self.config.get(TIMEZONE_KEY, DEFAULT_TIMEZONE)
 
     # --- lookups -------------------------------------------------------------------------------
     def root_bank(self) -> Bank | None:

@@ -35,7 +35,7 @@ from ledger.flux_accounting.tables import (
     read_queue,
 )
 from ledger.site import Site, Stamp
-from ledger.state import CONFIG_KEYS
+from ledger.state import EDITABLE_CONFIG_KEYS
 
 
 @dataclass
@@ -143,7 +143,7 @@ class _Loader:
     def config_table(self, table: CsvTable) -> None:
         for row in table.rows:
             key, value = self.checked.text(row, "key"), self.checked.text(row, "value")
-            if key not in CONFIG_KEYS:
+            if key not in EDITABLE_CONFIG_KEYS:
                 self.loaded.notes.append(f"{row.where}: key {key!r} is not one of ours; ignored")
                 continue
             self.attempt(row, self.site.edit_config, self.at(row), [(key, value)])

@@ -6,9 +6,18 @@ from __future__ import annotations
 import getpass
 import os
 from collections.abc import Callable
+from datetime import UTC, tzinfo
 from typing import Any, TypeVar
 
-from ledger.clock import AsOf, parse_time
+from ledger.clock import (
+    AsOf,
+    TimeSpec,
+    check_not_after_clock,
+    check_requested_now,
+    parse_time_spec,
+    zone_named,
+)
+from ledger.errors import LedgerMissing
 from ledger.site import Site, Stamp
 from ledger.store.application import Ledger
 from ledger.store.connections import DEFAULT_URL, Connection, StoreConfig, parse_store_url
@@ -37,10 +46,12 @@ class Session:
 
     def __init__(self, db_url: str | None, now: str | None, warn: Warn = _ignore) -> None:
         self.store: StoreConfig = parse_store_url(db_url or DEFAULT_URL)
-        self.now: float | None = parse_time(now) if now else None
         self.warn = warn
         self._ledger: Ledger | None = None
         self._conn: Connection | None = None
+        self._now: float | None = None
+        self._requested_now: TimeSpec | None = None  # a wall-clock --now, until the zone is known
+        self.set_now(parse_time_spec(now) if now else None)
         # On PostgreSQL the recorded actor is the session's role (ledger/store/roles.py): only a
         # given --actor is kept, as who it acted for.
         self.actor = "" if self.store.is_postgres else default_actor()
@@ -52,8 +63,16 @@ class Session:
             # file, with the umask's mode instead of create-db's 0600. On PostgreSQL the ledger
             # (and the library under it) uses this command's one connection from the start.
             conn = self.conn if self.store.is_postgres else None
-            ledger = Ledger.open(self.store, now=self.now, actor=self.actor, conn=conn)
+            ledger = Ledger.open(self.store, now=self._now, actor=self.actor, conn=conn)
             ledger.write_through(self.conn)
+            if self._requested_now is not None:
+                try:
+                    self._now = check_requested_now(self._requested_now, _site_zone(ledger))
+                except BaseException:
+                    ledger.close()
+                    raise
+                self._requested_now = None
+                ledger.requested_now = self._now
             runner.attach(ledger)
             runner.prepare(self.conn, ledger)
             self._ledger = ledger
@@ -68,11 +87,46 @@ class Session:
     def describe_store(self) -> str:
         return self.store.describe()
 
-    def set_now(self, now: float | None) -> None:
-        """Move this session's clock (the demo and imports replay time forward)."""
-        self.now = now
+    @property
+    def now(self) -> float | None:
+        """`--now` in epoch seconds (None: the real clock). A --now without a zone is a wall
+        clock time in the site's zone, like every other time: it opens the ledger to read it,
+        and where there is no ledger yet (create-db) the zone a new site has, UTC."""
+        if self._requested_now is not None:
+            try:
+                self.ledger  # noqa: B018 (opening it resolves the --now)
+            except LedgerMissing:
+                self._now = check_requested_now(self._requested_now, UTC)
+                self._requested_now = None
+        return self._now
+
+    def set_now(self, now: float | TimeSpec | None) -> None:
+        """Move this session's clock (the demo and imports replay time forward). A time that
+        needs the site's zone is resolved when the ledger is opened; any other is checked now,
+        so a --now out of bounds is refused before anything is read."""
+        self._requested_now = None
+        if isinstance(now, TimeSpec):
+            if now.needs_zone:
+                self._requested_now, now = now, None
+            else:
+                now = check_requested_now(now, UTC)
+        self._now = now
         if self._ledger is not None:
-            self._ledger.requested_now = now
+            if self._requested_now is not None:
+                self._now = check_requested_now(self._requested_now, _site_zone(self._ledger))
+                self._requested_now = None
+            self._ledger.requested_now = self._now
+
+    def zone(self) -> tzinfo:
+        """The site's `timezone` config: the zone of a time typed without one."""
+        return _site_zone(self.ledger)
+
+    def when(self, spec: TimeSpec) -> float:
+        """Epoch seconds for a time as typed: a zone-less one in the site's zone, a duration
+        ago before the ledger's now. Only what the time needs is read: an absolute time asks
+        neither (the ledger's now refuses a --now earlier than the newest event)."""
+        now = self.ledger.now().timestamp() if spec.needs_now else None
+        return spec.resolve(now, self.zone() if spec.needs_zone else UTC)
 
     def create_ledger(
         self,
@@ -107,9 +161,17 @@ class Session:
         if lag:
             self.warn(f"fairledger: warning: {lag}")
 
-    def moment(self, as_of: AsOf) -> as_of_view.Moment:
+    def moment(self, as_of: AsOf, option: str = "--as-of") -> as_of_view.Moment:
+        """The log position `as_of` means. A moment after the ledger's now is refused: events
+        may still be recorded before it, so its answer could still change."""
         self._catch_up_for_read()
-        return as_of_view.moment_at(self.conn, as_of.resolve(self.ledger.now().timestamp()))
+        return as_of_view.moment_at(self.conn, self.past(as_of, option))
+
+    def past(self, spec: TimeSpec, option: str) -> float:
+        """Epoch seconds of a past moment asked about, no later than the ledger's now."""
+        now = self.ledger.now().timestamp()
+        at = spec.resolve(now, self.zone() if spec.needs_zone else UTC)
+        return check_not_after_clock(option, spec, at, now)
 
     def change(
         self,
@@ -127,3 +189,7 @@ class Session:
             self._ledger.close()
         if self._conn is not None:
             self._conn.close()
+
+
+def _site_zone(ledger: Ledger) -> tzinfo:
+    return zone_named(ledger.state().timezone)

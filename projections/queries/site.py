@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from ledger.errors import NotFound
-from ledger.state import CONFIG_KEYS, FACTOR_DEFAULTS
+from ledger.state import CONFIG_DEFAULTS, EDITABLE_CONFIG_KEYS, FACTOR_DEFAULTS
 from ledger.store.connections import Connection
 from ledger.usage import DEFAULT_HALF_LIFE, DEFAULT_RESET_PERIOD, UsageParams, bin_count
 from projections.writers.schema import (
@@ -134,14 +134,21 @@ def factor(conn: Connection, name: str) -> Row:
     return rows[0]
 
 
-def configs(conn: Connection) -> list[Row]:
+def configs(conn: Connection, in_force: bool = False) -> list[Row]:
+    """The recorded config rows; with `in_force` (list-configs), also fairledger's own keys not
+    yet recorded, at their defaults. export-db and the plugin's config carry what was recorded."""
     rows = conn.query(_select(CONFIG_COLUMNS, "config_table"))
-    order = list(CONFIG_KEYS)
+    if in_force:
+        recorded = {r["key"] for r in rows}
+        rows += [{"key": k, "value": v} for k, v in CONFIG_DEFAULTS.items() if k not in recorded]
+    order = list(EDITABLE_CONFIG_KEYS)
     return sorted(rows, key=lambda r: order.index(r["key"]) if r["key"] in order else 99)
 
 
 def config(conn: Connection, key: str) -> Row:
     rows = conn.query(_select(CONFIG_COLUMNS, "config_table") + " WHERE key = ?", (key,))
+    if not rows and key in CONFIG_DEFAULTS:
+        return {"key": key, "value": CONFIG_DEFAULTS[key]}  # in force, not yet recorded
     if not rows:
         raise NotFound(f"key {key} not found in config_table")
     return rows[0]

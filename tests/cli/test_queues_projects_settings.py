@@ -103,6 +103,7 @@ def test_config(ledger_store: Store) -> None:
         {"key": "core_weight", "value": "0.0"},
         {"key": "gpu_weight", "value": "0.0"},
         {"key": "deny_unknown_queues", "value": "false"},
+        {"key": "timezone", "value": "UTC"},  # fairledger's own, in force until edited
     ]
     ledger_store.run(
         "edit-config", "core_weight=2", "priority_decay_half_life=2w", "deny_unknown_queues=TRUE"
