@@ -82,7 +82,8 @@ def _pairs(items: tuple[str, ...]) -> list[tuple[str, str]]:
 def edit_config(
     ctx: click.Context, settings: tuple[str, ...], actor: str | None, reason: str | None
 ) -> None:
-    """Change config keys (weights, half-life, reset period, decay factor, deny_unknown_queues).
+    """Change config keys (weights, half-life, reset period, decay factor, deny_unknown_queues,
+    timezone).
 
     \b
     Recomputed: priority_decay_half_life, priority_usage_reset_period and
@@ -92,6 +93,8 @@ def edit_config(
     Not recomputed: node_weight, core_weight and gpu_weight price each job
       when it is recorded; a new weight prices only the jobs recorded after
       it, never history.
+    timezone (an IANA name, default UTC): the zone of a time typed without
+      one; changes no usage.
     """
     pairs = _pairs(settings)
     changed = session(ctx).change(lambda s, st: s.edit_config(st, pairs), reason, actor)

@@ -53,10 +53,11 @@ def usage_report(
     size_bins: tuple[int, ...] | None = None,
 ) -> UsageReport:
     """Node-time (nodes × run time) of the jobs that ended in [start, end], in `time_unit`s.
-    The default window is yesterday, midnight to midnight in local time, at the ledger's time.
+    The default window is yesterday, midnight to midnight in the site's `timezone`, at the
+    ledger's time (flux-accounting used the machine's local zone).
     A job counts for the association it resolves to now, like usage does."""
     conn = session.read()
-    midnight = datetime.fromtimestamp(session.ledger.now().timestamp()).replace(
+    midnight = datetime.fromtimestamp(session.ledger.now().timestamp(), tz=session.zone()).replace(
         hour=0, minute=0, second=0, microsecond=0
     )
     end = midnight.timestamp() if end is None else end

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -81,13 +82,17 @@ def test_split_by_job_size(site: Session) -> None:
     assert report.total.values == (1.0, 4.0, 4.0, 9.0)
 
 
-def test_the_default_window_is_yesterday_in_local_time(site: Session) -> None:
+def test_the_default_window_is_yesterday_in_the_site_zone(site: Session) -> None:
+    def yesterday(zone: str) -> tuple[float, float]:
+        now = datetime.fromtimestamp(T0 + 9100, tz=ZoneInfo(zone))
+        midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
+        return (midnight - timedelta(days=1)).timestamp(), midnight.timestamp()
+
     report = usage_report(site)
-    midnight = datetime.fromtimestamp(T0 + 9100).replace(hour=0, minute=0, second=0, microsecond=0)
-    assert (report.start, report.end) == (
-        (midnight - timedelta(days=1)).timestamp(),
-        midnight.timestamp(),
-    )
+    assert (report.start, report.end) == yesterday("UTC")
+    site.change(lambda s, stamp: s.edit_config(stamp, [("timezone", "Pacific/Auckland")]))
+    report = usage_report(site)
+    assert (report.start, report.end) == yesterday("Pacific/Auckland") != yesterday("UTC")
 
 
 def test_a_job_counts_for_the_association_its_uid_resolves_to_now(site: Session) -> None:
