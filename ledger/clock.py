@@ -28,8 +28,6 @@ from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from functools import cache
 from zoneinfo import ZoneInfo, available_timezones
 
-from dateutil import parser as dateutil_parser
-
 from ledger import bounds
 from ledger.durations import parse_duration
 from ledger.errors import InvalidValue, OutOfRange
@@ -212,6 +210,10 @@ def _parse_datetime(text: str, value: str) -> datetime:
         pass
     if not value or len(value) > 100:
         raise InvalidValue(f"invalid time: {shown} ({FORMS})")
+    # Imported here: ISO 8601 and epoch seconds (every script's form) need no dateutil, and
+    # its import is a tenth of the CLI's start-up.
+    from dateutil import parser as dateutil_parser
+
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # dateutil warns (and guesses) on what it doubts
