@@ -189,6 +189,8 @@ class _Loader:
                 bank.parent,
                 bank.priority,
                 bank_id=bank_id,
+                # flux-accounting's 0 is "no cutoff"; a set one is kept on the bank.
+                ignore_older_than=bank.ignore_older_than or None,
             )
             if added and not bank.active:
                 self.deactivate.append((bank.row, bank.name))

@@ -95,6 +95,12 @@ def test_add_bank_with_a_cutoff_is_shown_exported_and_in_history(
         rows = {r["bank"]: r for r in csv.DictReader(f)}
     assert rows["A"]["ignore_older_than"] == "1600000000"
     assert rows["root"]["ignore_older_than"] == "0"
+    # pop-db of that export keeps the cutoff on the bank (a round trip loses nothing).
+    other = Store("sqlite", f"sqlite:///{tmp_path / 'other.db'}")
+    other.run("create-db")
+    other.run("pop-db", "-c", str(tmp_path / "bank_table.csv"))
+    assert bank_row(other, "A")["ignore_older_than"] == 1600000000
+    assert bank_row(other, "root")["ignore_older_than"] in (0, None)
     lines = ledger_store.run("history", "--bank", "A").stdout.splitlines()
     assert lines[-1].endswith("edit-bank A: ignore_older_than (none) → 2020-09-13T12:26:40+00:00")
 
