@@ -50,7 +50,7 @@ from ledger.slurm_shares import (
     SshareRow,
     build_tree,
 )
-from ledger.sshare_format import format_double, format_raw_shares
+from ledger.sshare_format import sshare_columns
 
 DEFAULT_DAMPENING_FACTOR: int = 1
 
@@ -79,18 +79,8 @@ class ClassicRow(SshareRow):
     fair_share: float | None
 
     def sshare_fields(self) -> list[str]:
-        """Account|User|RawShares|NormShares|RawUsage|NormUsage|EffectvUsage|FairShare as
-        classic `sshare -a -l -p` prints them."""
-        return [
-            self.account,
-            self.user or "",
-            format_raw_shares(self.raw_shares),
-            format_double(self.norm_shares),
-            str(self.printed_raw_usage),
-            format_double(self.norm_usage),
-            format_double(self.effective_usage),
-            format_double(self.fair_share),
-        ]
+        """The eight columns classic `sshare -a -l -p` prints (no LevelFS)."""
+        return sshare_columns(self)
 
 
 @dataclass(frozen=True)

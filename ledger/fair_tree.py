@@ -71,7 +71,7 @@ from ledger.slurm_shares import (
     build_tree,
 )
 from ledger.slurm_shares import ROOT as ROOT
-from ledger.sshare_format import format_double, format_raw_shares
+from ledger.sshare_format import format_double, sshare_columns
 
 LONG_DOUBLE_IS_X87: bool = np.finfo(np.longdouble).nmant == 63
 """True where numpy.longdouble has a 64-bit significand, as Slurm's long double on x86-64."""
@@ -114,14 +114,7 @@ class FairTreeRow(SshareRow):
         FairShare|LevelFS exactly as `sshare -a -l -p` prints them (`%f`, blanks, `inf`)."""
         blank_level_fs = self.raw_shares == PARENT or self.level_fs is None
         return [
-            self.account,
-            self.user or "",
-            format_raw_shares(self.raw_shares),
-            format_double(self.norm_shares),
-            str(self.printed_raw_usage),
-            format_double(self.norm_usage),
-            format_double(self.effective_usage),
-            format_double(self.fair_share),
+            *sshare_columns(self),
             "" if blank_level_fs else format_double(float(self.level_fs)),  # type: ignore[arg-type]
         ]
 

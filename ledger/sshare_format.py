@@ -13,6 +13,8 @@ Shared by `ledger.fair_tree` and `ledger.classic_fairshare`. Pure string formatt
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from ledger.slurm_shares import INFINITE, INFINITE64, NO_VAL, NO_VAL64, PARENT
 
 _BLANK_DOUBLES = frozenset(float(v) for v in (NO_VAL, INFINITE, NO_VAL64, INFINITE64))
@@ -35,3 +37,39 @@ def format_raw_shares(shares: int | None) -> str:
     if shares == PARENT:
         return "parent"
     return str(shares)
+
+
+class SshareColumns(Protocol):
+    """What a row of either algorithm holds for the columns classic and Fair Tree print alike."""
+
+    @property
+    def account(self) -> str: ...
+    @property
+    def user(self) -> str | None: ...
+    @property
+    def raw_shares(self) -> int | None: ...
+    @property
+    def norm_shares(self) -> float: ...
+    @property
+    def printed_raw_usage(self) -> int: ...
+    @property
+    def norm_usage(self) -> float | None: ...
+    @property
+    def effective_usage(self) -> float: ...
+    @property
+    def fair_share(self) -> float | None: ...
+
+
+def sshare_columns(row: SshareColumns) -> list[str]:
+    """Account|User|RawShares|NormShares|RawUsage|NormUsage|EffectvUsage|FairShare as
+    `sshare -a -l -p` prints them under either algorithm (Fair Tree adds LevelFS after)."""
+    return [
+        row.account,
+        row.user or "",
+        format_raw_shares(row.raw_shares),
+        format_double(row.norm_shares),
+        str(row.printed_raw_usage),
+        format_double(row.norm_usage),
+        format_double(row.effective_usage),
+        format_double(row.fair_share),
+    ]
