@@ -145,15 +145,16 @@ def _install_postgres(conn: Any, config: StoreConfig, tables: list[str]) -> None
             (config.schema, tables),
         ).fetchall()
     }
+    statements: list[str] = []
     for table in (t for t in tables if t in present):
         target = f'{schema}."{table}"'
-        conn.execute(f"DROP TRIGGER IF EXISTS {TRIGGER} ON {target}")
-        conn.execute(
+        statements += [
+            f"DROP TRIGGER IF EXISTS {TRIGGER} ON {target}",
             f"CREATE TRIGGER {TRIGGER} BEFORE UPDATE OR DELETE ON {target} "
-            f"FOR EACH ROW EXECUTE FUNCTION {schema}.fairledger_refuse_change()"
-        )
-        conn.execute(f"DROP TRIGGER IF EXISTS {TRIGGER}_truncate ON {target}")
-        conn.execute(
+            f"FOR EACH ROW EXECUTE FUNCTION {schema}.fairledger_refuse_change()",
+            f"DROP TRIGGER IF EXISTS {TRIGGER}_truncate ON {target}",
             f"CREATE TRIGGER {TRIGGER}_truncate BEFORE TRUNCATE ON {target} "
-            f"FOR EACH STATEMENT EXECUTE FUNCTION {schema}.fairledger_refuse_change()"
-        )
+            f"FOR EACH STATEMENT EXECUTE FUNCTION {schema}.fairledger_refuse_change()",
+        ]
+    if statements:  # one round trip: a new ledger's triggers one by one were half its DDL waits
+        conn.execute(";\n".join(statements))

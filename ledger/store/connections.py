@@ -190,6 +190,18 @@ class Connection:
     def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
         return self.raw.execute(self._sql(sql), tuple(params))
 
+    def run_statements(self, statements: Sequence[str]) -> None:
+        """Parameterless statements (DDL) in the open transaction: on PostgreSQL one round trip
+        for all of them, since a new ledger's ~100 statements one by one made create-db the
+        slowest step of opening one; SQLite runs in-process, and its executescript would commit."""
+        if not statements:
+            return
+        if self.config.is_postgres:
+            self.raw.execute(";\n".join(statements))
+            return
+        for statement in statements:
+            self.raw.execute(statement)
+
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         if not rows:
             return

@@ -82,11 +82,11 @@ def missing_tables(conn: Connection) -> list[str]:
 
 
 def create_tables(conn: Connection, names: Sequence[str]) -> None:
-    for name in names:
-        conn.execute(_DDL[name])
+    statements = [_DDL[name] for name in names]
     if JOB_KEYS in names:
         # keys_through, on every first write of a process: a max over a million keys otherwise.
-        conn.execute(f"CREATE INDEX IF NOT EXISTS job_keys_position ON {JOB_KEYS} (position)")
+        statements.append(f"CREATE INDEX IF NOT EXISTS job_keys_position ON {JOB_KEYS} (position)")
+    conn.run_statements(statements)
 
 
 def insert_events(conn: Connection, stored: Sequence[Any]) -> list[int]:

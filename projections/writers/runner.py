@@ -42,18 +42,20 @@ def all_tables() -> dict[str, str]:
 def create_tables(conn: Connection) -> None:
     """In the open transaction, under the writers' lock (concurrent CREATE ... IF NOT EXISTS
     can still collide in PostgreSQL's catalog)."""
-    for ddl in all_tables().values():
-        conn.execute(ddl)
-    for ddl in schema.INDEXES + usage_tables.INDEXES + checkpoints.INDEXES:
-        conn.execute(ddl)
-    for name in TRACKING_ROWS:
-        if not conn.query("SELECT 1 AS x FROM projection_tracking WHERE name = ?", (name,)):
-            conn.execute("INSERT INTO projection_tracking VALUES (?, 0)", (name,))
-    if not conn.query("SELECT 1 AS x FROM projection_tracking WHERE name = ?", (READ_MODEL_KEY,)):
-        conn.execute(
-            "INSERT INTO projection_tracking VALUES (?, ?)",
-            (READ_MODEL_KEY, schema.READ_MODEL_VERSION),
-        )
+    conn.run_statements(
+        [
+            *all_tables().values(),
+            *schema.INDEXES,
+            *usage_tables.INDEXES,
+            *checkpoints.INDEXES,
+        ]
+    )
+    tracked = {row["name"] for row in conn.query("SELECT name FROM projection_tracking")}
+    wanted = [(name, 0) for name in TRACKING_ROWS] + [(READ_MODEL_KEY, schema.READ_MODEL_VERSION)]
+    conn.executemany(
+        "INSERT INTO projection_tracking VALUES (?, ?)",
+        [(name, position) for name, position in wanted if name not in tracked],
+    )
 
 
 def drop_tables(conn: Connection) -> None:
