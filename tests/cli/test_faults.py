@@ -50,9 +50,23 @@ def subprocess_env(**extra: str) -> dict[str, str]:
     return dict(os.environ, PYTHONPATH=str(ROOT), **extra)
 
 
+# The killed processes record KILL_RECORD_LINES jobs per transaction instead of the real 5,000,
+# so a few thousand jobs span several transactions (a kill can land between two) without the
+# minute that twelve thousand took.
+KILL_RECORD_LINES = 700
+LAUNCH = (
+    "import sys\n"
+    "import ledger.usecases.ingest as ingest\n"
+    "ingest.RECORD_LINES = int(sys.argv.pop(1))\n"
+    "from cli.main import main\n"
+    "main()\n"
+)
+
+
 def fairledger(url: str, *args: str, env: dict[str, str]) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "cli.main", "--db", url, "--now", str(NOW), *args],
+        [sys.executable, "-c", LAUNCH, str(KILL_RECORD_LINES), "--db", url, "--now", str(NOW)]
+        + list(args),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -107,7 +121,7 @@ def spool_leftovers(tmpdir: Path) -> list[str]:
 # --- kill -9 ------------------------------------------------------------------------------------
 
 KILL_FILES = 2  # one killed ingest per file, each file on top of the ones before
-KILL_JOBS = 6_000  # per file: two record transactions (cli.jobs.RECORD_LINES = 5,000)
+KILL_JOBS = 2_000  # per file: three record transactions of KILL_RECORD_LINES
 KILL_TRIALS = 2  # killed runs of update-usage, update-fshare and rebuild each
 KILLED_COMMANDS = ("update-usage", "update-fshare", "rebuild")
 
