@@ -228,7 +228,8 @@ def _apply(
         )
 
     def at_line(line: int) -> Stamp:
-        where = {"import": source.dump_path, "sha256": source.sha256, "line": line}
+        # The command's own source kept whole: on PostgreSQL it holds who --actor acted for.
+        where = {**stamp.source, "line": line}
         return Stamp(at=stamp.at, actor=stamp.actor, reason=stamp.reason, source=where)
 
     site.add_bank(at_line(0), ROOT_BANK, dump.root_shares, "", None)
@@ -284,9 +285,9 @@ def _apply(
         for row in source.usage
         if row.user is not None and row.raw_usage > 0
     ]
-    where = {"import": source.usage_path, "sha256": source.sha256}
+    usage_from = {**stamp.source, "usage": source.usage_path}
     site.import_usage_balance(
-        Stamp(at=stamp.at, actor=stamp.actor, reason=stamp.reason, source=where),
+        Stamp(at=stamp.at, actor=stamp.actor, reason=stamp.reason, source=usage_from),
         applied.balance,
         [],
     )
