@@ -284,3 +284,18 @@ def test_two_partition_associations_in_one_account_are_refused(
 def test_without_a_ledger_nothing_is_created(store: Store) -> None:
     result = store.run("import-slurm", str(SLURM / "site.cfg"), expect=1, now=T0)
     assert "run 'fairledger create-db' first" in result.stderr
+
+
+def test_a_default_account_must_be_one_of_the_users(ledger_store: Store, tmp_path: Path) -> None:
+    dump = tmp_path / "default.cfg"
+    dump.write_text(
+        "Cluster - 'tux'\nParent - 'root'\nAccount - 'a'\nAccount - 'b'\nParent - 'a'\n"
+        "User - 'ann':DefaultAccount='b'\n"
+    )
+    position = ledger_store.log_position()
+    result = ledger_store.run("import-slurm", str(dump), expect=1)
+    assert result.stderr == (
+        "fairledger: dump line 6: user ann: DefaultAccount b: user ann has no active association"
+        " in bank b\n"
+    )
+    assert ledger_store.log_position() == position
