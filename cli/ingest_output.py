@@ -24,9 +24,18 @@ def summary(result: IngestResult) -> None:
         f"unmatched {result.unmatched}"
         + (f", invalid {result.invalid}" if result.invalid else "")
         + (f", conflicting {result.conflicting}" if result.conflicting else "")
+        + _skipped(result.skipped)
     )
     if result.recorded == 0 and result.duplicate:
         click.echo("nothing new: every job was already recorded", err=True)
+
+
+def _skipped(skipped: dict[str, int]) -> str:
+    """`, skipped 5 (steps 3, PENDING 1, RUNNING 1)`: lines read that are no ended job."""
+    if not skipped:
+        return ""
+    kinds = ", ".join(f"{kind} {n}" for kind, n in skipped.items())
+    return f", skipped {sum(skipped.values())} ({kinds})"
 
 
 @contextmanager

@@ -18,7 +18,7 @@ from ledger.job_ids import parse_job_id
 from ledger.usecases import job_records
 from ledger.usecases.ingest import ingest as ingest_jobs
 from ledger.usecases.job_records import Comparison, JobFilter
-from ledger.usecases.job_sources import FORMATS, input_lines, stream_lines
+from ledger.usecases.job_sources import FORMATS, TEXT_FORMATS, input_lines, stream_lines
 
 
 @click.command("ingest")
@@ -29,7 +29,8 @@ from ledger.usecases.job_sources import FORMATS, input_lines, stream_lines
     type=click.Choice(FORMATS),
     default="jsonl",
     show_default=True,
-    help="JSON lines, or a flux-accounting DB.",
+    help="JSON lines, a flux-accounting DB, or `sacct -a -X -P` output (its header line "
+    "naming the columns; times in the site's timezone).",
 )
 @click.option(
     "--skip-invalid",
@@ -48,14 +49,15 @@ def ingest(
 ) -> None:
     """Record completed jobs, exactly once per (cluster, job id)."""
     s = session(ctx)
-    lines = _stdin_lines() if fmt == "jsonl" and source == "-" else input_lines(source, fmt)
+    lines = _stdin_lines() if fmt in TEXT_FORMATS and source == "-" else input_lines(source, fmt)
     with shown_notes(f"{source}: ") as notes:
         result = ingest_jobs(s, lines, source, fmt, skip_invalid, actor, reason, notes)
     summary(result)
 
 
 def _stdin_lines() -> Iterator[str]:
-    """Standard input as UTF-8 whatever the locale's encoding: JSON lines are UTF-8."""
+    """Standard input as UTF-8 whatever the locale's encoding: JSON lines are UTF-8, and so
+    is what we read of sacct's output."""
     stdin = getattr(sys.stdin, "buffer", None)
     return iter(sys.stdin) if stdin is None else stream_lines(stdin)
 

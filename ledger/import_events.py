@@ -1,4 +1,5 @@
-"""Events of bringing a site over from flux-accounting (import-flux-accounting, pop-db).
+"""Events of bringing a site over from flux-accounting (import-flux-accounting, pop-db) or Slurm
+(import-slurm).
 
 They are Site events like those of ledger.events (actor, reason, source; folded by the same
 reducers), kept in their own module because the audit's topic list (projections/queries/history.py)
@@ -27,9 +28,10 @@ class UsageBalanceImported(SiteEvent):
 
 
 class SiteImported(SiteEvent):
-    """The marker of a whole site brought over from a flux-accounting database: recorded in the
-    same save as the site's objects, so a second import of the same content (same sha256) is
-    recognised and adds nothing."""
+    """The marker of a whole site brought over from a flux-accounting database (or, `schema`
+    "sacctmgr dump", from Slurm's dump and sshare files): recorded in the same save as the
+    site's objects, so a second import of the same content (same sha256) is recognised and adds
+    nothing."""
 
     file: str
     sha256: str

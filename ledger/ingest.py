@@ -44,6 +44,15 @@ class BadLine:
         return f"line {self.line}: {self.message}"
 
 
+@dataclass(frozen=True)
+class RejectedLine:
+    """A line its source format's reader refused (sacct's, say) before it became a record:
+    it stands in that line's place, so the line is refused with its number as a bad JSON
+    line is (`--skip-invalid` sets it aside)."""
+
+    message: str
+
+
 @dataclass
 class ParsedInput:
     records: list[JobRecord] = field(default_factory=list)
@@ -52,18 +61,21 @@ class ParsedInput:
 
 
 def parse_lines(
-    lines: Iterable[str | dict[str, Any]],
+    lines: Iterable[str | dict[str, Any] | RejectedLine],
     first_line: int = 1,
     latest: float | None = None,
     charge_weights: tuple[float, float, float] | None = None,
 ) -> ParsedInput:
-    """Every non-blank line (a JSON text, or an already decoded object) parsed; the bad ones
-    collected with their line numbers. `latest`: the latest time a job may have ended
-    (bounds.latest_time of the real clock); `charge_weights`: the weights in force, whose
-    charge must stay within bounds.JOB_CHARGE_MAX."""
+    """Every non-blank line (a JSON text, an already decoded object, or a line its format's
+    reader refused) parsed; the bad ones collected with their line numbers. `latest`: the
+    latest time a job may have ended (bounds.latest_time of the real clock); `charge_weights`:
+    the weights in force, whose charge must stay within bounds.JOB_CHARGE_MAX."""
     out = ParsedInput()
     for number, line in enumerate(lines, start=first_line):
         out.lines = number
+        if isinstance(line, RejectedLine):
+            out.bad.append(BadLine(number, line.message))
+            continue
         try:
             if isinstance(line, dict):
                 job = parse_job_object(line, latest)

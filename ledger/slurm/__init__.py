@@ -1,6 +1,7 @@
 """Adapters for Slurm's text formats: pure parsing, text in, validated records out.
 
-* `ledger.slurm.sacct`: `sacct -a -X -P --format=...` job lines.
+* `ledger.slurm.sacct`: `sacct -a -X -P --format=...` job lines; `ledger.slurm.sacct_jobs`:
+  its ended jobs as ingest records (`ingest --format sacct`).
 * `ledger.slurm.dump`: `sacctmgr dump` flat files (accounts, users, shares).
 * `ledger.slurm.sshare`: `sshare -a -l -P` / `-p` / `-o ...` RawUsage per association.
 * `ledger.slurm.tres`: TRES strings (`cpu=8,mem=16G,gres/gpu=2`) as sacct prints them.

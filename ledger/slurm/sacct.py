@@ -87,6 +87,8 @@ class SacctJob(BaseModel):
     id: str
     """JobIDRaw if given (`123`), else JobID (`123`, `123_4` for an array task, `123+0` for a
     heterogeneous job's component)."""
+    jobid: str | None = None
+    """JobID as sacct prints it (`123_4`), when that column is there."""
     cluster: str | None = None
     user: str = Field(min_length=1)
     uid: Count | None = None
@@ -139,38 +141,75 @@ class SacctResult:
 def parse_sacct(text: str, timezone: str = "UTC", delimiter: str = "|") -> SacctResult:
     """Parse sacct's parsable output (see the module docstring). `timezone`: the IANA zone
     sacct printed its times in."""
-    zone = zone_of(timezone)
+    reader = SacctReader(timezone, delimiter)
     errors = LineErrors("sacct")
-    numbered = [(n, line.rstrip("\r\n")) for n, line in enumerate(text.splitlines(), start=1)]
-    numbered = [(n, line) for n, line in numbered if line.strip()]
-    if not numbered:
-        raise InvalidValue("sacct: no header line (run sacct with -P and without -n)")
-    header_no, header_line = numbered[0]
-    trailing = header_line.endswith(delimiter)
-    header = [h.strip() for h in split_parsable(header_line, delimiter, trailing)]
-    index = _column_index(header, header_no)
     jobs: list[SacctJob] = []
-    steps = 0
-    unfinished: Counter[str] = Counter()
-    for number, line in numbered[1:]:
+    for number, line in enumerate(text.splitlines(), start=1):
         try:
-            values = split_parsable(line, delimiter, trailing)
-            if len(values) != len(header):
-                raise LineError(f"{len(values)} fields for {len(header)} columns: {line!r}")
-            row = {name: values[i].strip() for name, i in index.items()}
-            job_id = row.get("JobIDRaw") or row.get("JobID") or ""
-            if "." in job_id:
-                steps += 1
-                continue
-            state, cancelled_by = _state(row["State"])
-            if state not in ENDED_STATES:
-                unfinished[state] += 1
-                continue
-            jobs.append(_job(row, job_id, state, cancelled_by, zone))
+            job = reader.read(number, line)
         except LineError as exc:
             errors.add(number, str(exc))
+            continue
+        if job is not None:
+            jobs.append(job)
+    if reader.header is None:
+        raise InvalidValue(f"sacct: {NO_HEADER}")
     errors.raise_if_any()
-    return SacctResult(tuple(jobs), steps, dict(unfinished), tuple(header))
+    return SacctResult(tuple(jobs), reader.steps, dict(reader.unfinished), reader.header)
+
+
+NO_HEADER = "no header line (run sacct with -P and without -n)"
+
+
+class SacctHeaderError(InvalidValue):
+    """The header line cannot be read (a column missing or repeated): nothing of the input
+    can be, so this stops the whole parse, whatever else is wrong."""
+
+    def __init__(self, number: int, reason: str) -> None:
+        super().__init__(f"sacct line {number}: {reason}")
+        self.number = number
+        self.reason = reason
+
+
+class SacctReader:
+    """sacct's lines read one at a time, so that a large input is never held whole: the first
+    non-blank line is the header, each later one a job, a step or a job not ended yet (these
+    two are counted in `steps` and `unfinished`)."""
+
+    def __init__(self, timezone: str = "UTC", delimiter: str = "|") -> None:
+        self.zone = zone_of(timezone)
+        self.delimiter = delimiter
+        self.header: tuple[str, ...] | None = None
+        self.trailing = False
+        self.index: dict[str, int] = {}
+        self.steps = 0
+        self.unfinished: Counter[str] = Counter()
+
+    def read(self, number: int, line: str) -> SacctJob | None:
+        """The ended job on line `number`; None for a blank line, the header, a step or an
+        unfinished job. SacctHeaderError for a bad header, LineError for a bad job line."""
+        line = line.rstrip("\r\n")
+        if not line.strip():
+            return None
+        if self.header is None:
+            self.trailing = line.endswith(self.delimiter)
+            header = [h.strip() for h in split_parsable(line, self.delimiter, self.trailing)]
+            self.index = _column_index(header, number)
+            self.header = tuple(header)
+            return None
+        values = split_parsable(line, self.delimiter, self.trailing)
+        if len(values) != len(self.header):
+            raise LineError(f"{len(values)} fields for {len(self.header)} columns: {line!r}")
+        row = {name: values[i].strip() for name, i in self.index.items()}
+        job_id = row.get("JobIDRaw") or row.get("JobID") or ""
+        if "." in job_id:
+            self.steps += 1
+            return None
+        state, cancelled_by = _state(row["State"])
+        if state not in ENDED_STATES:
+            self.unfinished[state] += 1
+            return None
+        return _job(row, job_id, state, cancelled_by, self.zone)
 
 
 def _column_index(header: list[str], number: int) -> dict[str, int]:
@@ -181,7 +220,7 @@ def _column_index(header: list[str], number: int) -> dict[str, int]:
         if canonical is None:
             continue
         if canonical in index:
-            raise InvalidValue(f"sacct line {number}: column {name!r} appears twice")
+            raise SacctHeaderError(number, f"column {name!r} appears twice")
         index[canonical] = i
     missing = [c for c in REQUIRED_COLUMNS if c not in index]
     if "JobIDRaw" not in index and "JobID" not in index:
@@ -189,9 +228,8 @@ def _column_index(header: list[str], number: int) -> dict[str, int]:
     if "AllocTRES" not in index and "NCPUS" not in index:
         missing.append("AllocTRES or NCPUS")
     if missing:
-        raise InvalidValue(
-            f"sacct line {number}: the header lacks {', '.join(missing)}"
-            f" (columns: {'|'.join(header)})"
+        raise SacctHeaderError(
+            number, f"the header lacks {', '.join(missing)} (columns: {'|'.join(header)})"
         )
     return index
 
@@ -226,6 +264,7 @@ def _job(
         raise LineError(f"End {row['End']!r}: an ended job ({state}) needs an End time")
     data: dict[str, Any] = {
         "id": job_id,
+        "jobid": row.get("JobID") or None,
         "cluster": row.get("Cluster") or None,
         "user": row["User"],
         "uid": _int(row, "UID"),

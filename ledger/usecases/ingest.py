@@ -1,5 +1,6 @@
-"""Recording completed jobs, from any source (a JSON-lines file, Flux, a flux-accounting
-database): validate every line first, then record exactly once per (cluster, job id).
+"""Recording completed jobs, from any source (a JSON-lines file, sacct's output, Flux, a
+flux-accounting database): validate every line first, then record exactly once per (cluster,
+job id).
 
 Pass 1 validates the input in chunks of CHUNK_LINES into a private spool, so that a bad line
 records nothing and a million-line input never sits in memory; pass 2 records the spool in
@@ -16,6 +17,7 @@ from ledger import bounds
 from ledger.clock import real_now
 from ledger.errors import Interrupted, InvalidValue, LedgerError, WriteFailed
 from ledger.site_usage import AssociationResolver
+from ledger.slurm.sacct_jobs import SacctRecords
 from ledger.store.application import Conflict
 from ledger.usecases.charge_bound import ChargeTotals, input_charges_only, recorded_charges
 from ledger.usecases.session import Session
@@ -30,6 +32,7 @@ CHUNK_LINES = 50_000  # lines validated at a time: bounds memory on million-job 
 # one INSERT) hung on PostgreSQL: the library's pipelined insert waited on the server while the
 # server waited on the rest of the statement.
 RECORD_LINES = 5_000
+SACCT = "sacct"  # the format of `sacct -a -X -P` output (ledger.slurm.sacct_jobs)
 
 __all__ = ["Conflict", "IngestNotes", "IngestResult", "ingest", "record_input"]
 
@@ -59,6 +62,9 @@ class IngestResult:
     conflicts: list[Conflict] = field(default_factory=list)
     bad: list[BadLine] = field(default_factory=list)  # set aside (skip_invalid)
     lines: int = 0
+    # Lines that are no completed job, by kind (sacct: "steps", and each state of a job not
+    # ended yet, "RUNNING"...): read, not recorded, and not an error.
+    skipped: dict[str, int] = field(default_factory=dict)
 
     @property
     def invalid(self) -> int:
@@ -79,9 +85,15 @@ def ingest(
     reason: str | None = None,
     notes: IngestNotes | None = None,
 ) -> IngestResult:
-    """Record the jobs of `lines` (JSON texts or decoded objects) read from `name` in format
-    `fmt`: `fairledger ingest`. Without skip_invalid, one bad line records nothing."""
-    return record_input(
+    """Record the jobs of `lines` (JSON texts or decoded objects; for "sacct", the lines of
+    sacct's output) read from `name` in format `fmt`: `fairledger ingest`. Without
+    skip_invalid, one bad line records nothing."""
+    sacct: SacctRecords | None = None
+    if fmt == SACCT:
+        # sacct prints local times without a zone: the site's, like every zone-less time.
+        sacct = SacctRecords(lines, s.ledger.state().timezone, name)
+        lines = iter(sacct)
+    result = record_input(
         s,
         lines,
         name,
@@ -92,6 +104,10 @@ def ingest(
         rerun="ingest",
         notes=notes,
     )
+    if sacct is not None:
+        result.skipped = {"steps": sacct.steps, **dict(sorted(sacct.unfinished.items()))}
+        result.skipped = {kind: n for kind, n in result.skipped.items() if n}
+    return result
 
 
 def record_input(

@@ -1,9 +1,11 @@
-"""Where ingest's input comes from: a JSON-lines file, a byte stream (standard input), or a
-flux-accounting database's jobs table. Each is an iterator that the validation pass reads once.
+"""Where ingest's input comes from: a JSON-lines or sacct file, a byte stream (standard input),
+or a flux-accounting database's jobs table. Each is an iterator that the validation pass reads
+once.
 
-JSON lines may come gzip-compressed (`jobs.jsonl.gz`, or `zcat`-less pipes into `-`): the
-gzip magic bytes, not the name, decide, so a renamed file reads the same. Every line must be
-UTF-8 (JSON text is); one that is not is refused naming its line, before anything is recorded.
+Text (JSON lines, sacct's output) may come gzip-compressed (`jobs.jsonl.gz`, or `zcat`-less
+pipes into `-`): the gzip magic bytes, not the name, decide, so a renamed file reads the same.
+Every line must be UTF-8 (JSON text is); one that is not is refused naming its line, before
+anything is recorded.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from typing import IO, Any, cast
 from ledger.errors import InvalidValue, NotFound
 from ledger.flux_accounting.jobs_table import flux_job_records
 
-FORMATS = ("jsonl", "flux-accounting-db")
+FORMATS = ("jsonl", "flux-accounting-db", "sacct")
+TEXT_FORMATS = ("jsonl", "sacct")  # read as lines of a file or of standard input
 GZIP_MAGIC = b"\x1f\x8b"
 # What a damaged gzip stream raises part-way through: a bad header, a truncated member, a
 # corrupt block.

@@ -82,6 +82,7 @@ def test_sacct_sample() -> None:
     first, gpu, cancelled, oom = result.jobs
     assert first.model_dump() == {
         "id": "4101",
+        "jobid": "4101",
         "cluster": "tux",
         "user": "alice",
         "uid": 1001,

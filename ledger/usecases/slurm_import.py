@@ -1,0 +1,349 @@
+"""import-slurm: a Slurm site's tree from `sacctmgr dump` (and, with `--usage`, the usage
+`sshare` reports) recorded as ordinary Site events in one transaction.
+
+* The Cluster line is the root bank `root` (Slurm's root association), with its Fairshare.
+* Accounts become banks under their Parent with their Fairshare, in the file's order (a parent
+  comes before its children); users become associations (user, account) with their
+  Fairshare. `Fairshare=parent` and 2147483647 are both stored as `PARENT`. Then each user's
+  DefaultAccount becomes the user's default bank.
+* A user's uid is not in a dump: it is the host's (as add-user finds it), else 65534.
+* `--usage`: each user row's RawUsage (a fraction allowed) is an opening balance
+  (UsageBalanceImported) of that association at the import moment; account rows are not read,
+  since an account's usage is the sum of its users'.
+* What the ledger does not model is listed in the report as ignored: QOS lines, limits,
+  Description, Organization, AdminLevel, a per-partition association's Partition.
+* A malformed file, a line the ledger refuses (a parent that is not defined, ...), a usage row
+  naming an association the dump lacks: one line each, and nothing is recorded.
+* The same dump (and usage file) again changes nothing and says so (SiteImported marks the
+  import by the sha256 of both); a ledger that already holds a site is refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from ledger.errors import AlreadyExists, InvalidValue, LedgerError, NotFound, ProblemList
+from ledger.site import Site, Stamp
+from ledger.slurm.dump import DumpUser, SlurmDump, parse_dump
+from ledger.slurm.sshare import SshareRow, parse_sshare
+from ledger.slurm_shares import PARENT, ROOT
+from ledger.usecases.session import Session
+from ledger.usecases.users import host_userid
+
+T = TypeVar("T")
+COMMAND = "import-slurm"
+SCHEMA = "sacctmgr dump"  # what SiteImported records as the source's layout
+ROOT_BANK = ROOT  # Slurm's root association is the ledger's root bank, by the same name
+
+
+@dataclass(frozen=True)
+class AlreadyImported:
+    """The same dump (and usage file) was imported before, at `at`: nothing changed."""
+
+    file: str
+    sha256: str
+    at: float
+
+
+@dataclass(frozen=True)
+class Imported:
+    """The site came over; `report` says what became what (JSON-ready)."""
+
+    report: dict[str, Any]
+
+
+SlurmImportOutcome = AlreadyImported | Imported
+
+
+@dataclass(frozen=True)
+class SlurmSource:
+    """The files read and parsed, before anything is recorded."""
+
+    dump_path: str
+    dump: SlurmDump
+    usage_path: str | None
+    usage: tuple[SshareRow, ...]
+    sha256: str
+
+    @property
+    def file(self) -> str:
+        return os.path.basename(self.dump_path)
+
+
+@dataclass
+class _Applied:
+    """What the import recorded, for the report; `problems` one line per refused input line."""
+
+    banks: int = 0
+    associations: int = 0
+    default_banks: int = 0
+    balance: list[list[Any]] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+def import_slurm(
+    s: Session,
+    dump_path: str,
+    usage_path: str | None = None,
+    actor: str | None = None,
+    reason: str | None = None,
+) -> SlurmImportOutcome:
+    """Import the `sacctmgr dump` file at `dump_path` (and `sshare` output at `usage_path`)
+    into the ledger, which must exist and hold no site yet."""
+    started = time.perf_counter()
+    source = read_source(dump_path, usage_path)
+    state = s.ledger.state()
+    if source.sha256 in state.imports:
+        return AlreadyImported(source.file, source.sha256, state.imports[source.sha256]["at"])
+    uids = {u.name: host_userid(u.name) for u in source.dump.users}
+    applied = s.change(
+        lambda site, stamp: _apply(site, stamp, source, uids),
+        reason or f"{COMMAND} {source.file}",
+        actor,
+        source={"import": source.dump_path, "sha256": source.sha256},
+    )
+    if applied is None:  # another import of the same files committed first
+        at = s.ledger.state().imports[source.sha256]["at"]
+        return AlreadyImported(source.file, source.sha256, at)
+    return Imported(_report(source, applied, time.perf_counter() - started))
+
+
+def read_source(dump_path: str, usage_path: str | None) -> SlurmSource:
+    """Both files read and parsed; InvalidValue (one line per offending line) if either is
+    malformed, before the ledger is touched."""
+    dump_bytes = _read(dump_path)
+    dump = _parsed(parse_dump, _text(dump_bytes, dump_path))
+    _check_one_association_per_account(dump)
+    digest = hashlib.sha256(dump_bytes)
+    rows: tuple[SshareRow, ...] = ()
+    if usage_path is not None:
+        usage_bytes = _read(usage_path)
+        rows = _parsed(parse_sshare, _text(usage_bytes, usage_path)).rows
+        _check_usage_rows(rows, dump)
+        digest.update(b"\0sshare\0" + usage_bytes)  # another usage file is another import
+    return SlurmSource(dump_path, dump, usage_path, rows, digest.hexdigest())
+
+
+def _parsed(parse: Callable[[str], T], text: str) -> T:
+    """A parser's result; its errors (one line per offending line) shown line by line."""
+    try:
+        return parse(text)
+    except InvalidValue as err:
+        raise ProblemList(str(err)) from None
+
+
+def _read(path: str) -> bytes:
+    if not os.path.exists(path):
+        raise NotFound(f"no such file: {path}")
+    if os.path.isdir(path):
+        raise InvalidValue(f"{path}: is a directory")
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError as err:
+        raise InvalidValue(f"cannot read {path}: {err.strerror or err}") from None
+
+
+def _text(data: bytes, path: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data[: err.start].count(b"\n") + 1
+        raise InvalidValue(f"{path}: line {line}: not UTF-8 ({err.reason})") from None
+
+
+def _check_one_association_per_account(dump: SlurmDump) -> None:
+    """The ledger keeps one association per (user, bank): a user with per-partition
+    associations in one account is refused, naming each extra line."""
+    seen: dict[tuple[str, str], DumpUser] = {}
+    problems = []
+    for user in dump.users:
+        first = seen.setdefault((user.name, user.account), user)
+        if first is not user:
+            problems.append(
+                f"dump line {user.line}: user {user.name!r} has another association in account"
+                f" {user.account!r} (line {first.line}, partition {first.partition or 'none'});"
+                " the ledger holds one per (user, account)"
+            )
+    if problems:
+        raise ProblemList("\n".join(problems))
+
+
+def _check_usage_rows(rows: tuple[SshareRow, ...], dump: SlurmDump) -> None:
+    """Every user row names an association of the dump, once, and its cluster if any."""
+    known = {(u.account, u.name) for u in dump.users}
+    seen: dict[tuple[str, str], int] = {}
+    problems = []
+    for row in rows:
+        if row.user is None:
+            continue
+        account = row.account.lower()  # sacctmgr lower-cases account names, as parse_dump does
+        key = (account, row.user)
+        if row.cluster is not None and row.cluster.lower() != dump.cluster:
+            problems.append(
+                f"sshare line {row.line}: cluster {row.cluster!r} is not the dump's"
+                f" ({dump.cluster!r})"
+            )
+        elif key not in known:
+            problems.append(
+                f"sshare line {row.line}: user {row.user!r} has no association in account"
+                f" {account!r} in the dump"
+            )
+        elif key in seen:
+            problems.append(
+                f"sshare line {row.line}: user {row.user!r} in account {account!r} again (line"
+                f" {seen[key]}); per-partition rows are one association here"
+            )
+        else:
+            seen[key] = row.line
+    if problems:
+        raise ProblemList("\n".join(problems))
+
+
+def _apply(
+    site: Site, stamp: Stamp, source: SlurmSource, uids: dict[str, int | None]
+) -> _Applied | None:
+    """The dump as Site commands, in one Ledger.execute (one atomic save). None when these
+    files were imported meanwhile; ProblemList (nothing recorded) when a line is refused."""
+    state = site.state
+    if source.sha256 in state.imports:
+        return None
+    if state.banks or state.associations:
+        root = state.root_bank()
+        raise AlreadyExists(
+            f"the ledger already holds a site (root bank {root.bank if root else '?'}); "
+            f"{COMMAND} brings a site into a ledger with no banks"
+        )
+    dump = source.dump
+    applied = _Applied()
+    if dump.root_shares == PARENT:
+        raise InvalidValue(
+            f"{source.file}: the Cluster line's Fairshare=parent: root has no parent to take its"
+            " shares from"
+        )
+
+    def at_line(line: int) -> Stamp:
+        # The command's own source kept whole: on PostgreSQL it holds who --actor acted for.
+        where = {**stamp.source, "line": line}
+        return Stamp(at=stamp.at, actor=stamp.actor, reason=stamp.reason, source=where)
+
+    site.add_bank(at_line(0), ROOT_BANK, dump.root_shares, "", None)
+    applied.banks += 1
+    refused: set[str] = set()  # banks not added: their lines below are not blamed again
+    for account in dump.accounts:
+        if account.parent in refused:
+            refused.add(account.name)
+            continue
+        try:
+            site.add_bank(at_line(account.line), account.name, account.shares, account.parent, None)
+            applied.banks += 1
+        except LedgerError as err:
+            refused.add(account.name)
+            applied.problems.append(f"dump line {account.line}: account {account.name}: {err}")
+    added: set[str] = set()
+    for user in dump.users:
+        if user.account in refused:
+            continue
+        try:
+            site.add_user(
+                at_line(user.line),
+                user.name,
+                user.account,
+                None,
+                {"shares": user.shares},
+                os_userid=uids.get(user.name),
+            )
+            applied.associations += 1
+            added.add(user.name)
+        except LedgerError as err:
+            applied.problems.append(
+                f"dump line {user.line}: user {user.name} in account {user.account}: {err}"
+            )
+    for user in dump.users:
+        wanted = user.default_account
+        if wanted is None or user.name not in added:
+            continue
+        if state.default_banks.get(user.name) == wanted:
+            continue
+        try:
+            if site.edit_user(at_line(user.line), user.name, None, {}, default_bank=wanted):
+                applied.default_banks += 1
+        except LedgerError as err:
+            applied.problems.append(
+                f"dump line {user.line}: user {user.name}: DefaultAccount {wanted}: {err}"
+            )
+    if applied.problems:
+        raise ProblemList("\n".join(applied.problems))
+    at = stamp.at.timestamp()
+    applied.balance = [
+        [row.user, row.account.lower(), at, row.raw_usage]
+        for row in source.usage
+        if row.user is not None and row.raw_usage > 0
+    ]
+    usage_from = {**stamp.source, "usage": source.usage_path}
+    site.import_usage_balance(
+        Stamp(at=stamp.at, actor=stamp.actor, reason=stamp.reason, source=usage_from),
+        applied.balance,
+        [],
+    )
+    site.mark_imported(
+        at_line(0),
+        source.file,
+        source.sha256,
+        SCHEMA,
+        {
+            "banks": applied.banks,
+            "associations": applied.associations,
+            "default_banks": applied.default_banks,
+            "balance_associations": len(applied.balance),
+        },
+        [],
+        ignored(source),
+    )
+    return applied
+
+
+def ignored(source: SlurmSource) -> list[str]:
+    """What the files hold that the ledger does not model, one line each."""
+    dump = source.dump
+    out = []
+    if dump.qos:
+        out.append(f"QOS lines: {', '.join(dump.qos)}")
+    fields = list(dump.ignored_fields)
+    if any(a.description or a.organization for a in dump.accounts):
+        fields[:0] = ["Description", "Organization"]
+    if any(u.admin_level for u in dump.users):
+        fields.append("AdminLevel")
+    if fields:
+        out.append(f"fields: {', '.join(dict.fromkeys(fields))}")
+    with_partition = [u for u in dump.users if u.partition]
+    if with_partition:
+        shown = ", ".join(f"{u.name} ({u.account}: {u.partition})" for u in with_partition)
+        out.append(f"Partition of per-partition associations, kept per account: {shown}")
+    accounts = sum(1 for row in source.usage if row.user is None)
+    if accounts:
+        out.append(f"sshare account rows: {accounts} (an account's usage is the sum of its users')")
+    return out
+
+
+def _report(source: SlurmSource, applied: _Applied, seconds: float) -> dict[str, Any]:
+    return {
+        "file": source.dump_path,
+        "sha256": source.sha256,
+        "cluster": source.dump.cluster,
+        "seconds": round(seconds, 3),
+        "banks": applied.banks,
+        "associations": applied.associations,
+        "default_banks": applied.default_banks,
+        "balance": {
+            "file": source.usage_path,
+            "associations": len(applied.balance),
+            "raw_usage": sum(entry[3] for entry in applied.balance),
+        },
+        "ignored": ignored(source),
+    }
