@@ -20,27 +20,44 @@ from eventsourcing.domain import Aggregate
 from ledger import bounds
 from ledger import events as ev
 from ledger import import_events as iev
+from ledger.billing import BillingMode
 from ledger.bounds import check_float, check_int, check_text
 from ledger.clock import zone_named
+from ledger.continuous_usage import ResetPeriod
 from ledger.durations import format_seconds, parse_duration
 from ledger.errors import AlreadyExists, InvalidValue, NotFound
 from ledger.fairshare_in_force import NEW_ASSOCIATION_FAIRSHARE
 from ledger.limits import ASSOCIATION_LIMIT_FIELDS
 from ledger.reducers import fold
 from ledger.state import (
+    ALGORITHM_KEY,
+    ALGORITHMS,
     ASSOCIATION_DEFAULTS,
     CONFIG_DEFAULTS,
     CONFIG_KEYS,
+    DAMPENING_KEY,
     EDITABLE_CONFIG_KEYS,
     FACTOR_DEFAULTS,
+    PERIODS,
+    PRIORITY_FLAGS_KEY,
     QUEUE_DEFAULTS,
+    RESET_PERIOD_KEY,
     TIMEZONE_KEY,
+    USAGE_MODEL_KEY,
+    USAGE_MODELS,
+    WEIGHTED_WALK,
     Association,
     SiteState,
     csv_items,
+    default_usage_model,
+    reset_period_seconds,
+    usage_model_of,
 )
 
 SITE_ID = uuid5(NAMESPACE_URL, "fairledger:site")
+RESET_NAMES = tuple(ResetPeriod)  # Slurm's PriorityUsageResetPeriod names (continuous model)
+PRIORITY_FLAGS = tuple(BillingMode)[1:]  # MAX_TRES, MAX_TRES_GRES: SUM is no flag
+DAMPENING_MAX = 0xFFFF  # Slurm's FairShareDampeningFactor is a uint16
 UNLIMITED_WORDS = ("-1", "unlimited")
 
 
@@ -225,7 +242,9 @@ class Site(Aggregate):
             raise NotFound(f"parent bank {parent_bank} not found in bank_table")
         if not parent.active:
             raise InvalidValue(f"parent bank {parent_bank} is inactive")
-        if self.state.associations_in(parent_bank):
+        if self.state.associations_in(parent_bank) and (
+            self.state.fairshare_algorithm == WEIGHTED_WALK
+        ):
             raise InvalidValue(
                 f"banks cannot be added to a bank that currently has associations in it: "
                 f"{parent_bank}"
@@ -261,7 +280,7 @@ class Site(Aggregate):
             raise NotFound(f"bank {bank} does not exist in bank_table")
         if not target.active:
             raise InvalidValue(f"bank {bank} is inactive")
-        if s.sub_banks(bank):
+        if s.sub_banks(bank) and s.fairshare_algorithm == WEIGHTED_WALK:
             raise InvalidValue(
                 f"associations cannot be added to the same parent bank as a sub-bank: {bank}"
             )
@@ -639,15 +658,33 @@ class Site(Aggregate):
         ]
         merged = dict(self.state.config, **dict(normalised))
         check_decay_config(merged)
+        self._check_policy(merged)
         recorded = 0
         for key, value in normalised:
             # A key of fairledger's own not yet recorded holds its default: setting that is no
             # change, and history shows the change from it.
             old = self.state.config.get(key, CONFIG_DEFAULTS.get(key))
+            if key == USAGE_MODEL_KEY and old is None:
+                old = default_usage_model(self.state.fairshare_algorithm)
             if old != value:
                 self.trigger_event(ev.ConfigChanged, key=key, old=old, new=value, **stamp.kwargs())
                 recorded += 1
         return recorded
+
+    def _check_policy(self, config: dict[str, str]) -> None:
+        """The weighted walk (flux-accounting's) ranks a bank's users or its sub-banks, never
+        both: a site whose tree mixes them (as Slurm's may) cannot switch to it."""
+        if config.get(ALGORITHM_KEY, WEIGHTED_WALK) != WEIGHTED_WALK:
+            return
+        for name in sorted(self.state.banks):
+            bank = self.state.banks[name]
+            if not bank.active or not self.state.sub_banks(name):
+                continue
+            if any(a.active for a in self.state.associations_in(name)):
+                raise InvalidValue(
+                    f"fairshare_algorithm {WEIGHTED_WALK}: bank {name} holds users and "
+                    "sub-banks, which the weighted walk cannot rank (use fair-tree or classic)"
+                )
 
     # --- repair ----------------------------------------------------------------------------------
     def neutralize(
@@ -809,9 +846,18 @@ def _diff(obj: Any, wanted: dict[str, Any]) -> dict[str, list[Any]]:
     return {k: [getattr(obj, k), v] for k, v in wanted.items() if getattr(obj, k) != v}
 
 
-def default_config(half_life: float, reset_period: float, decay_factor: float) -> dict[str, str]:
+def default_config(
+    half_life: float,
+    reset_period: float | str,
+    decay_factor: float,
+    fairshare_algorithm: str = WEIGHTED_WALK,
+) -> dict[str, str]:
+    """create-db's config. `reset_period` is seconds or one of Slurm's reset names; a
+    fair-share algorithm other than the default is recorded with the rest."""
     config = {
-        "priority_usage_reset_period": format_seconds(reset_period),
+        "priority_usage_reset_period": normalise_config_value(RESET_PERIOD_KEY, str(reset_period))
+        if isinstance(reset_period, str)
+        else format_seconds(reset_period),
         "priority_decay_half_life": format_seconds(half_life),
         "decay_factor": str(decay_factor),
         "node_weight": "1.0",
@@ -819,6 +865,8 @@ def default_config(half_life: float, reset_period: float, decay_factor: float) -
         "gpu_weight": "0.0",
         "deny_unknown_queues": "false",
     }
+    if fairshare_algorithm != WEIGHTED_WALK:
+        config[ALGORITHM_KEY] = normalise_config_value(ALGORITHM_KEY, fairshare_algorithm)
     check_decay_config(config)
     return config
 
@@ -840,6 +888,38 @@ def normalise_config_value(key: str, value: str) -> str:
         if number < 0:
             raise InvalidValue(f"invalid {key}: {text} (must be >= 0)")
         return str(check_float(key, number, 0.0, bounds.CHARGE_WEIGHT_MAX))
+    if key == ALGORITHM_KEY:
+        if text.lower() not in ALGORITHMS:
+            raise InvalidValue(
+                f"invalid fairshare_algorithm: {bounds.printable(repr(text))} "
+                f"(must be one of {', '.join(ALGORITHMS)})"
+            )
+        return text.lower()
+    if key == USAGE_MODEL_KEY:
+        if text.lower() not in USAGE_MODELS:
+            raise InvalidValue(
+                f"invalid usage_model: {bounds.printable(repr(text))} "
+                f"(must be one of {', '.join(USAGE_MODELS)})"
+            )
+        return text.lower()
+    if key == DAMPENING_KEY:
+        if not text.isdigit() or not 1 <= int(text) <= DAMPENING_MAX:
+            raise InvalidValue(
+                f"invalid fairshare_dampening_factor: {bounds.printable(repr(text))} "
+                f"(must be an integer from 1 to {DAMPENING_MAX})"
+            )
+        return str(int(text))
+    if key == PRIORITY_FLAGS_KEY:
+        flags = [flag.upper() for flag in csv_items(text)]
+        for flag in flags:
+            if flag not in PRIORITY_FLAGS:
+                raise InvalidValue(
+                    f"invalid priority_flags: unknown flag {bounds.printable(repr(flag))} "
+                    f"(known: {', '.join(PRIORITY_FLAGS)})"
+                )
+        return ",".join(dict.fromkeys(flags))
+    if key == RESET_PERIOD_KEY and text.upper() in RESET_NAMES:
+        return text.upper()
     if key in ("priority_usage_reset_period", "priority_decay_half_life"):
         seconds = parse_duration(text)
         if seconds <= 0:
@@ -870,7 +950,11 @@ def check_decay_config(config: dict[str, str]) -> None:
         )
     # Bounded decay: a minimum half-life and at most bounds.PAST_BINS_MAX past bins.
     bounds.check_decay(
-        float(config["priority_decay_half_life"]),
-        float(config["priority_usage_reset_period"]),
-        factor,
+        float(config["priority_decay_half_life"]), reset_period_seconds(config), factor
     )
+    reset = config[RESET_PERIOD_KEY]
+    if reset in RESET_NAMES and usage_model_of(config) == PERIODS:
+        raise InvalidValue(
+            f"priority_usage_reset_period {reset} needs usage_model continuous: the periods "
+            "model resets after a duration (such as 4w)"
+        )

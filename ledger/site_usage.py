@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from ledger.fairshare import BankNode, Ranking, UserLeaf, rank_associations
-from ledger.state import SiteState
+from ledger.state import SiteState, reset_period_seconds
 from ledger.usage import UsageParams, bin_count, decay_bins, period_of, usage_bins
 
 AssocKey = tuple[str, str]  # (username, bank)
@@ -21,7 +21,7 @@ def usage_params(state: SiteState) -> UsageParams:
     return UsageParams(
         epoch=state.epoch,
         half_life=float(config["priority_decay_half_life"]),
-        reset_period=float(config["priority_usage_reset_period"]),
+        reset_period=reset_period_seconds(config),
         decay_factor=float(config["decay_factor"]),
     )
 
