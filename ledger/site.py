@@ -20,7 +20,7 @@ from eventsourcing.domain import Aggregate
 from ledger import bounds
 from ledger import events as ev
 from ledger import import_events as iev
-from ledger.billing import BillingMode
+from ledger.billing import BillingMode, parse_billing_weights
 from ledger.bounds import check_float, check_int, check_text
 from ledger.clock import zone_named
 from ledger.continuous_usage import ResetPeriod
@@ -540,22 +540,41 @@ class Site(Aggregate):
             raise NotFound(f"project {project} does not exist in project_table")
 
     # --- queues and projects ---------------------------------------------------------------------
-    def add_queue(self, stamp: Stamp, queue: str, given: dict[str, int | None]) -> None:
+    def add_queue(
+        self,
+        stamp: Stamp,
+        queue: str,
+        given: dict[str, int | None],
+        billing_weights: str | None = None,
+    ) -> None:
+        """`billing_weights`: Slurm's TRESBillingWeights for the jobs of this queue."""
         _check_name("queue", queue)
         if queue in self.state.queues:
             raise AlreadyExists(f"queue {queue} already exists in queue_table")
-        fields = dict(QUEUE_DEFAULTS)
+        fields: dict[str, int | str] = dict(QUEUE_DEFAULTS)
         for name, value in given.items():
             if value is None:
                 continue
             fields[name] = _check_queue_field(name, value)
+        weights = _check_billing_weights(billing_weights)
+        if weights:  # a queue without weights records what flux-accounting's queues record
+            fields["billing_weights"] = weights
         self.trigger_event(ev.QueueAdded, queue=queue, fields=fields, **stamp.kwargs())
 
-    def edit_queue(self, stamp: Stamp, queue: str, given: dict[str, int | None]) -> bool:
+    def edit_queue(
+        self,
+        stamp: Stamp,
+        queue: str,
+        given: dict[str, int | None],
+        billing_weights: str | None = None,
+    ) -> bool:
+        """`billing_weights` "" clears the queue's weights (billing = CPUs again)."""
         current = self.state.queues.get(queue)
         if current is None:
             raise NotFound(f"queue {queue} not found in queue_table")
-        wanted: dict[str, int] = {}
+        wanted: dict[str, int | str] = {}
+        if billing_weights is not None:
+            wanted["billing_weights"] = _check_billing_weights(billing_weights)
         for name, value in given.items():
             if value is None:
                 continue
@@ -809,6 +828,15 @@ def _check_value(value: str) -> str:
     text = str(value).strip()
     bounds.check_text("config value", text)
     return text
+
+
+def _check_billing_weights(text: str | None) -> str:
+    """TRESBillingWeights as stored: the text given, once ledger.billing can read it."""
+    if text is None or not text.strip():
+        return ""
+    check_text("billing weights", text.strip())
+    parse_billing_weights(text)
+    return text.strip()
 
 
 def _check_shares(shares: int) -> None:

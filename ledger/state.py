@@ -150,6 +150,8 @@ class Queue:
     max_sched_cores_per_assoc: int = UNLIMITED
     max_nodes: int = UNLIMITED
     max_cores: int = UNLIMITED
+    # Slurm's partition TRESBillingWeights (ledger.billing), as given; "": billing = CPUs.
+    billing_weights: str = ""
 
 
 @dataclass

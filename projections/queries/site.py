@@ -27,6 +27,7 @@ from projections.writers.schema import (
 )
 
 Row = dict[str, Any]
+BILLING_WEIGHTS = "billing_weights"  # queue_table's column beyond flux-accounting's
 
 
 def _select(columns: list[str], table: str) -> str:
@@ -110,10 +111,17 @@ def queues(conn: Connection) -> list[Row]:
 
 
 def queue(conn: Connection, name: str) -> Row:
-    rows = conn.query(_select(QUEUE_COLUMNS, "queue_table") + " WHERE queue = ?", (name,))
+    """flux-accounting's row, with the queue's billing_weights when it has some (a Slurm
+    partition's TRESBillingWeights): a Flux site's view-queue prints what it always did."""
+    rows = conn.query(
+        _select([*QUEUE_COLUMNS, BILLING_WEIGHTS], "queue_table") + " WHERE queue = ?", (name,)
+    )
     if not rows:
         raise NotFound(f"queue {name} not found in queue_table")
-    return rows[0]
+    row = rows[0]
+    if not row[BILLING_WEIGHTS]:
+        del row[BILLING_WEIGHTS]
+    return row
 
 
 def projects(conn: Connection) -> list[Row]:

@@ -100,3 +100,67 @@ def test_users_beside_sub_banks_follow_the_algorithm(ledger_store: Store) -> Non
         "fairledger: fairshare_algorithm weighted-walk: bank root holds users and sub-banks, "
         "which the weighted walk cannot rank (use fair-tree or classic)\n"
     )
+
+
+# --- billing -------------------------------------------------------------------------------------
+WEIGHTS = "CPU=1.0,Mem=0.25G,GRES/gpu=2.0"
+
+
+def billings(store: Store) -> dict[str, float]:
+    from ledger.store.connections import Connection, parse_store_url
+
+    conn = Connection(parse_store_url(store.url))
+    try:
+        return {r["id"]: r["billing"] for r in conn.query("SELECT id, billing FROM jobs")}
+    finally:
+        conn.close()
+
+
+def test_a_queue_prices_jobs_with_the_weights_in_force_when_they_are_recorded(
+    ledger_store: Store,
+) -> None:
+    ledger_store.run("add-bank", "root", "1")
+    ledger_store.run("add-user", "-u", "amy", "-B", "root")
+    ledger_store.run("add-queue", "gpu", "--billing-weights", WEIGHTS)
+    ledger_store.run("add-queue", "batch")
+    (row,) = json.loads(ledger_store.run("view-queue", "gpu").stdout)
+    assert row["billing_weights"] == WEIGHTS
+    (row,) = json.loads(ledger_store.run("view-queue", "batch").stdout)
+    assert "billing_weights" not in row  # a Flux queue's row is flux-accounting's
+    base = {"username": "amy", "t_run": T0 - 3600, "t_inactive": T0 - 60, "nnodes": 1}
+    tres = {"cpu": 8, "mem": 16384, "node": 1, "gres/gpu": 2}
+    lines = [
+        {**base, "id": 1, "ncores": 8, "queue": "gpu", "tres": tres},
+        {**base, "id": 2, "ncores": 4, "queue": "batch"},
+        {**base, "id": 3, "ncores": 8, "queue": "batch", "tres": {**tres, "cpu": 6}},
+    ]
+    ledger_store.run("ingest", "-", input="\n".join(json.dumps(x) for x in lines))
+    ledger_store.run("edit-queue", "gpu", "--billing-weights", "CPU=3")
+    ledger_store.run("edit-config", "priority_flags=MAX_TRES")
+    line = {**base, "id": 4, "ncores": 8, "queue": "gpu", "tres": tres}
+    ledger_store.run("ingest", "-", input=json.dumps(line))
+    # 8·1 + 16 GiB·0.25 + 2·2 = 16; 4 CPUs; the tres CPUs; then max(8·3) = 24 under MAX_TRES
+    assert billings(ledger_store) == {"1": 16.0, "2": 4.0, "3": 6.0, "4": 24.0}
+    ledger_store.run("rebuild")
+    assert billings(ledger_store) == {"1": 16.0, "2": 4.0, "3": 6.0, "4": 24.0}
+
+
+def test_bad_billing_input_is_one_line_and_writes_nothing(ledger_store: Store) -> None:
+    position = ledger_store.log_position()
+    result = ledger_store.run("add-queue", "gpu", "--billing-weights", "CPU=1,Mem=2X", expect=1)
+    assert result.stderr == (
+        "fairledger: TRESBillingWeights: bad weight 'Mem=2X': unit 'X' is not one of K, M, G, "
+        "T, P\n"
+    )
+    ledger_store.run("add-bank", "root", "1")
+    ledger_store.run("add-user", "-u", "amy", "-B", "root")
+    position = ledger_store.log_position()
+    line = {"id": 1, "username": "amy", "t_run": 1, "t_inactive": 2, "nnodes": 1, "ncores": 1}
+    result = ledger_store.run(
+        "ingest", "-", input=json.dumps({**line, "tres": {"cpu": -2}}), expect=1
+    )
+    assert result.stderr == (
+        'fairledger: -: line 1: tres: value {"cpu": -2}: cpu: -2 is not a count >= 0; '
+        "nothing recorded\n"
+    )
+    assert ledger_store.log_position() == position
