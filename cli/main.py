@@ -24,6 +24,7 @@ from cli import (
     reports,
     settings,
     show_usage,
+    sshare,
     usage,
     users,
 )
@@ -157,6 +158,7 @@ for module in (
     show_usage,
     fairshare_emulate,
     live_jobs,
+    sshare,
 ):
     for command in module.COMMANDS:
         cli.add_command(command)
