@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.conftest import T0, Store
 
 
@@ -164,3 +166,61 @@ def test_bad_billing_input_is_one_line_and_writes_nothing(ledger_store: Store) -
         "nothing recorded\n"
     )
     assert ledger_store.log_position() == position
+
+
+# --- continuous usage ----------------------------------------------------------------------------
+def decayed(billing: float, t_start: float, t_end: float, at: float, hl: float) -> float:
+    """The issue's formula: billing · hl/ln2 · (2^(−(T−t_end)/hl) − 2^(−(T−t_start)/hl))."""
+    import math
+
+    return billing * hl / math.log(2) * (2 ** (-(at - t_end) / hl) - 2 ** (-(at - t_start) / hl))
+
+
+def job_usage(store: Store, now: float, *args: str) -> dict[str, float]:
+    rows = json.loads(store.run("list-users", "--json", *args, now=now).stdout)
+    return {r["username"]: r["job_usage"] for r in rows}
+
+
+def test_continuous_usage_decays_billed_job_time_and_resets(store: Store) -> None:
+    hl = 3600.0
+    # 2023-11-14 22:13:20 UTC is T0: midnight of the 15th comes 6400 s later
+    store.run("create-db", "--fairshare-algorithm", "fair-tree", "--priority-decay-half-life", "1h")
+    store.run("add-bank", "root", "1")
+    store.run("add-bank", "a", "1", "--parent-bank", "root")
+    store.run("add-user", "-u", "amy", "-B", "a")
+    store.run("add-user", "-u", "bob", "-B", "root")  # beside a sub-bank: fair-tree allows it
+    store.run("add-queue", "gpu", "--billing-weights", "CPU=1,GRES/gpu=10")
+    jobs = [
+        {
+            "id": 1,
+            "username": "amy",
+            "queue": "gpu",
+            "t_run": T0 - 7200,
+            "t_inactive": T0 - 3600,
+            "nnodes": 1,
+            "ncores": 4,
+            "ngpus": 2,
+        },
+        {
+            "id": 2,
+            "username": "bob",
+            "t_run": T0 - 1800,
+            "t_inactive": T0,
+            "nnodes": 1,
+            "ncores": 16,
+        },
+    ]
+    store.run("ingest", "-", input="\n".join(json.dumps(j) for j in jobs))
+    at = T0 + 1000
+    store.run("update-usage", now=at)
+    usage = job_usage(store, at)
+    assert usage["amy"] == pytest.approx(decayed(24, T0 - 7200, T0 - 3600, at, hl), rel=1e-12)
+    assert usage["bob"] == pytest.approx(decayed(16, T0 - 1800, T0, at, hl), rel=1e-12)
+    # a daily reset at the next midnight: only job time after it counts (none)
+    store.run("edit-config", "priority_usage_reset_period=DAILY", now=at)
+    midnight = T0 + 6400
+    store.run("update-usage", now=midnight + 60)
+    assert job_usage(store, midnight + 60) == {"amy": 0.0, "bob": 0.0}
+    # before the reset, as of then: the decayed usage
+    before = job_usage(store, midnight + 60, "--as-of", str(midnight - 1))
+    assert before["bob"] == pytest.approx(decayed(16, T0 - 1800, T0, midnight - 1, hl), rel=1e-12)

@@ -89,15 +89,8 @@ def test_classic_vectors_row_for_row(store: Store, name: str) -> None:
 def test_the_fixed_width_format_indents_and_aligns_like_slurm(store: Store) -> None:
     build(store, load("test24_4"), "fair-tree")
     lines = sshare_lines(store, "-a", "-A", "aG,aGA")
-    assert lines == [
-        "Account                    User  RawShares  NormShares    RawUsage  EffectvUsage  FairShare ",
-        "-------------------- ---------- ---------- ----------- ----------- ------------- ---------- ",
-        " aG                                      8    0.038462          20      0.083333            ",
-        "  aG                        uG1         10    0.500000          10      0.500000   0.190476 ",
-        "  aGA                                   10    0.500000          10      0.500000            ",
-        "   aGA                     uGA1         20    0.500000           4      0.400000   0.190476 ",
-        "   aGA                     uGA2         20    0.500000           6      0.600000   0.095238 ",
-    ]
+    # written by hand from sshare.c's field widths (tests/data/slurm/, Slurm's own layout)
+    assert lines == (DATA / "sshare_test24_4_aG.txt").read_text().splitlines()
 
 
 def test_selection_follows_slurm(store: Store) -> None:
@@ -152,3 +145,36 @@ def test_as_of_before_a_switch_gives_the_old_algorithm(store: Store) -> None:
     assert "LevelFS" not in before[("Account", "User")]  # classic's columns
     now = by_row(sshare_lines(store, "-a", "-l", "-p", now=T0 + 20))
     assert "LevelFS" in now[("Account", "User")]
+
+
+def fairshares(store: Store, *args: str, now: float = T0) -> dict[tuple[str, str], float]:
+    rows = json.loads(store.run("list-users", "--json", *args, now=now).stdout)
+    return {(r["username"], r["bank"]): r["fairshare"] for r in rows}
+
+
+def test_update_fshare_and_every_read_use_the_algorithm_in_force(store: Store) -> None:
+    build(store, load("test24_4"), "fair-tree")
+    store.run("update-fshare")
+    shown = fairshares(store)
+    # test24.4: FairShare = rank / 21 (unrounded, as Slurm's priority uses it)
+    assert shown[("uGA1", "aGA")] == 4 / 21
+    assert shown[("uGA2", "aGA")] == 2 / 21
+    assert shown[("uD2", "aD")] == 5 / 21
+    assert shown[("uD3", "aD")] == 7 / 21
+    assert shown[("u1", "root")] == 1.0
+    for command in (
+        ["view-bank", "root", "-t"],
+        ["export-json"],
+        ["priority", "--username", "uGA1", "--bank", "aGA"],
+    ):
+        store.run(*command)
+    # switching the algorithm: the next update-fshare ranks under classic; before it, as-of
+    # reads give Fair Tree's values
+    store.run("edit-config", "fairshare_algorithm=classic", now=T0 + 10)
+    store.run("update-fshare", now=T0 + 20)
+    assert fairshares(store, "--as-of", str(T0 + 5), now=T0 + 20)[("uGA1", "aGA")] == 4 / 21
+    classic = fairshares(store, now=T0 + 20)
+    # classic's 2^(-UE/S): u1 has used nothing (1.0); u2's UE is its share of root's usage,
+    # 10/240 (all balances decay alike), over S = 10/208
+    assert classic[("u1", "root")] == 1.0
+    assert classic[("u2", "root")] == pytest.approx(2 ** (-208 / 240), abs=1e-6)

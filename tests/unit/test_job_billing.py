@@ -64,7 +64,7 @@ def test_bad_tres_is_refused_naming_the_value(tres: Any, fragment: str) -> None:
     assert fragment in str(caught.value)
 
 
-# --- billing at recording --------------------------------------------------------------------------
+# --- billing at recording ---------------------------------------------------------------------
 def test_no_weights_and_no_tres_is_the_cpus_and_nothing_is_stored() -> None:
     state = given(queue("batch")).state
     assert job_billing(job(queue="batch"), state) is None
@@ -110,7 +110,7 @@ def test_a_job_on_an_unknown_queue_bills_its_cpus() -> None:
     assert job_billing(job(queue="nowhere", tres=TRES), given().state) == 8.0
 
 
-# --- the queue's weights -----------------------------------------------------------------------------
+# --- the queue's weights ----------------------------------------------------------------------
 def test_add_queue_records_the_weights_as_given() -> None:
     ((name, body),) = then(given(), weighted())
     assert name == "QueueAdded"
