@@ -127,6 +127,8 @@ class Site(Aggregate):
         """`bank_id` keeps an imported bank's id (default: the next free one)."""
         s = self.state
         _check_name("bank", bank)
+        if s.fairshare_algorithm != WEIGHTED_WALK:
+            _check_slurm_name("bank", bank, is_root=not parent_bank)
         _check_shares(shares)
         if priority is not None:
             priority = _check_bank_priority(priority)
@@ -272,6 +274,8 @@ class Site(Aggregate):
         that was inactive where it comes from (an import), in one event."""
         s = self.state
         _check_name("username", username)
+        if s.fairshare_algorithm != WEIGHTED_WALK:
+            _check_slurm_name("user", username)
         for key in ("creation_time", "mod_time"):  # an import's times, kept in the source
             if key in stamp.source:
                 bounds.check_time(key, stamp.source[key])
@@ -694,6 +698,10 @@ class Site(Aggregate):
         """The weighted walk (flux-accounting's) ranks a bank's users or its sub-banks, never
         both: a site whose tree mixes them (as Slurm's may) cannot switch to it."""
         if config.get(ALGORITHM_KEY, WEIGHTED_WALK) != WEIGHTED_WALK:
+            for bank in self.state.banks.values():
+                _check_slurm_name("bank", bank.bank, is_root=not bank.parent_bank)
+            for username in self.state.associations:
+                _check_slurm_name("user", username)
             return
         for name in sorted(self.state.banks):
             bank = self.state.banks[name]
@@ -828,6 +836,20 @@ def _check_value(value: str) -> str:
     text = str(value).strip()
     bounds.check_text("config value", text)
     return text
+
+
+def _check_slurm_name(kind: str, name: str, is_root: bool = False) -> None:
+    """Slurm's association lineage is a path (`/acct/0-user/`) and its cluster association is
+    `root`: under fair-tree or classic a name holds no `/`, and only the root bank is `root`."""
+    from ledger.slurm_shares import ROOT  # numpy comes with it: Slurm sites only
+
+    if "/" in name:
+        raise InvalidValue(f"invalid {kind} name for Slurm's fair-share: {name!r} (contains '/')")
+    if kind == "bank" and name == ROOT and not is_root:
+        raise InvalidValue(
+            f"invalid bank name for Slurm's fair-share: {name!r} names the root (Slurm's "
+            "cluster association) and this bank is not the root bank"
+        )
 
 
 def _check_billing_weights(text: str | None) -> str:

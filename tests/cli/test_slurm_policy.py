@@ -224,3 +224,14 @@ def test_continuous_usage_decays_billed_job_time_and_resets(store: Store) -> Non
     # before the reset, as of then: the decayed usage
     before = job_usage(store, midnight + 60, "--as-of", str(midnight - 1))
     assert before["bob"] == pytest.approx(decayed(16, T0 - 1800, T0, midnight - 1, hl), rel=1e-12)
+
+
+def test_view_bank_tree_shows_users_beside_sub_banks_first(store: Store) -> None:
+    store.run("create-db", "--fairshare-algorithm", "fair-tree")
+    store.run("add-bank", "root", "1")
+    store.run("add-bank", "a", "1", "--parent-bank", "root")
+    store.run("add-user", "-u", "amy", "-B", "a")
+    store.run("add-user", "-u", "bob", "-B", "root")
+    store.run("update-fshare")
+    names = [line.split()[:2] for line in store.run("view-bank", "root", "-t").stdout.splitlines()]
+    assert names[1:] == [["root", "true"], ["root", "bob"], ["a", "true"], ["a", "amy"], []]

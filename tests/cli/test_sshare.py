@@ -178,3 +178,24 @@ def test_update_fshare_and_every_read_use_the_algorithm_in_force(store: Store) -
     # 10/240 (all balances decay alike), over S = 10/208
     assert classic[("u1", "root")] == 1.0
     assert classic[("u2", "root")] == pytest.approx(2 ** (-208 / 240), abs=1e-6)
+
+
+def test_without_a_the_calling_users_rows_and_every_account(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    build(store, load("test24_4"), "fair-tree")
+    monkeypatch.setattr("ledger.usecases.sshare.caller_username", lambda: "uGA2")
+    rows = by_row(sshare_lines(store, "-P", "-n"))
+    assert [key for key in rows if key[1]] == [("aGA", "uGA2")]
+    assert len(rows) == 15  # root, 13 accounts, uGA2
+    # the short Fair Tree format: no NormUsage, no LevelFS
+    assert rows[("aGA", "uGA2")] == "aGA|uGA2|20|0.500000|6|0.600000|0.095238"
+
+
+def test_explain_job_on_a_fair_tree_site(store: Store) -> None:
+    build(store, load("test24_4"), "fair-tree")
+    line = {"id": 9, "username": "uGA1", "bank": "aGA", "t_run": T0 + 50, "t_inactive": T0 + 90}
+    store.run("ingest", "-", input=json.dumps({**line, "nnodes": 1, "ncores": 2}), now=T0 + 100)
+    store.run("update-fshare", now=T0 + 100)
+    explained = store.run("explain-job", "9", now=T0 + 100).stdout
+    assert "uGA1" in explained

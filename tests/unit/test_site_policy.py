@@ -187,3 +187,21 @@ def test_a_mixed_tree_cannot_switch_back_to_the_weighted_walk() -> None:
         "fairshare_algorithm weighted-walk: bank root holds users and sub-banks, which the "
         "weighted walk cannot rank (use fair-tree or classic)"
     )
+
+
+def test_slurm_algorithms_refuse_names_their_tree_cannot_hold() -> None:
+    slurm = edit(("fairshare_algorithm", "classic"))
+    assert refused(given(slurm, bank("top")), bank("a/b", "top"), InvalidValue) == (
+        "invalid bank name for Slurm's fair-share: 'a/b' (contains '/')"
+    )
+    assert refused(given(slurm, bank("top")), bank("root", "top"), InvalidValue) == (
+        "invalid bank name for Slurm's fair-share: 'root' names the root (Slurm's cluster "
+        "association) and this bank is not the root bank"
+    )
+    assert refused(given(slurm, bank("root")), user("x/y", "root"), InvalidValue) == (
+        "invalid user name for Slurm's fair-share: 'x/y' (contains '/')"
+    )
+    flux_site = given(bank("top"), bank("root", "top"))
+    assert refused(flux_site, edit(("fairshare_algorithm", "fair-tree")), InvalidValue).startswith(
+        "invalid bank name for Slurm's fair-share: 'root'"
+    )
