@@ -38,6 +38,7 @@ from ledger.state import (
     DAMPENING_KEY,
     EDITABLE_CONFIG_KEYS,
     FACTOR_DEFAULTS,
+    HALF_LIFE_KEY,
     PERIODS,
     PRIORITY_FLAGS_KEY,
     QUEUE_DEFAULTS,
@@ -50,6 +51,7 @@ from ledger.state import (
     SiteState,
     csv_items,
     default_usage_model,
+    periods_half_life,
     reset_period_seconds,
     usage_model_of,
 )
@@ -972,6 +974,8 @@ def normalise_config_value(key: str, value: str) -> str:
         return text.upper()
     if key in ("priority_usage_reset_period", "priority_decay_half_life"):
         seconds = parse_duration(text)
+        if key == HALF_LIFE_KEY and seconds == 0:
+            return "0"  # no decay: the continuous model only (check_decay_config)
         if seconds <= 0:
             raise InvalidValue(f"invalid {key}: {text} (must be > 0)")
         return format_seconds(seconds)  # the same form create-db stores
@@ -994,15 +998,18 @@ def check_decay_config(config: dict[str, str]) -> None:
     factor = float(config["decay_factor"])
     if not 0.0 < factor <= 1.0:
         raise InvalidValue(f"invalid decay_factor: {config['decay_factor']} (must be in (0, 1])")
-    if float(config["priority_decay_half_life"]) <= 0:
-        raise InvalidValue(
-            f"invalid priority_decay_half_life: {config['priority_decay_half_life']}"
-        )
-    # Bounded decay: a minimum half-life and at most bounds.PAST_BINS_MAX past bins.
-    bounds.check_decay(
-        float(config["priority_decay_half_life"]), reset_period_seconds(config), factor
-    )
+    half_life = float(config[HALF_LIFE_KEY])
     reset = config[RESET_PERIOD_KEY]
+    if half_life == 0 and (usage_model_of(config) == PERIODS or reset not in RESET_NAMES[1:]):
+        # Slurm refuses half-life 0 without a reset too ("usage only grows").
+        raise InvalidValue(
+            "priority_decay_half_life 0 (no decay) needs usage_model continuous and a "
+            "priority_usage_reset_period of DAILY, WEEKLY, MONTHLY, QUARTERLY or YEARLY"
+        )
+    if half_life < 0:
+        raise InvalidValue(f"invalid priority_decay_half_life: {config[HALF_LIFE_KEY]}")
+    # Bounded decay: a minimum half-life and at most bounds.PAST_BINS_MAX past bins.
+    bounds.check_decay(periods_half_life(config), reset_period_seconds(config), factor)
     if reset in RESET_NAMES and usage_model_of(config) == PERIODS:
         raise InvalidValue(
             f"priority_usage_reset_period {reset} needs usage_model continuous: the periods "

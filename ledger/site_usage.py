@@ -25,6 +25,7 @@ from ledger.state import (
     RESET_PERIOD_KEY,
     WEIGHTED_WALK,
     SiteState,
+    periods_half_life,
     reset_period_seconds,
 )
 from ledger.usage import UsageParams, bin_count, decay_bins, period_of, usage_bins
@@ -48,7 +49,7 @@ def usage_params(state: SiteState) -> UsageParams:
     config = state.config
     return UsageParams(
         epoch=state.epoch,
-        half_life=float(config["priority_decay_half_life"]),
+        half_life=periods_half_life(config),
         reset_period=reset_period_seconds(config),
         decay_factor=float(config["decay_factor"]),
     )

@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from ledger.limits import UNLIMITED
+from ledger.usage import DEFAULT_HALF_LIFE as DEFAULT_PERIODS_HALF_LIFE
 from ledger.usage import DEFAULT_RESET_PERIOD as DEFAULT_PERIODS_RESET
 
 # Defaults of flux-accounting's association_table and queue_table (research §2).
@@ -63,6 +64,7 @@ USAGE_MODELS = (PERIODS, CONTINUOUS)
 DAMPENING_KEY = "fairshare_dampening_factor"
 PRIORITY_FLAGS_KEY = "priority_flags"
 RESET_PERIOD_KEY = "priority_usage_reset_period"
+HALF_LIFE_KEY = "priority_decay_half_life"
 CONFIG_DEFAULTS: dict[str, str] = {
     ALGORITHM_KEY: WEIGHTED_WALK,
     DAMPENING_KEY: "1",
@@ -82,6 +84,13 @@ def usage_model_of(config: dict[str, str]) -> str:
     """The usage model in force under `config`: the recorded one, else the algorithm's."""
     recorded = config.get(USAGE_MODEL_KEY)
     return recorded or default_usage_model(config.get(ALGORITHM_KEY, WEIGHTED_WALK))
+
+
+def periods_half_life(config: dict[str, str]) -> float:
+    """The periods model's half-life. 0 (no decay, the continuous model only) has no periods;
+    the periods tables the projector keeps anyway are cut by flux-accounting's default."""
+    half_life = float(config.get(HALF_LIFE_KEY, DEFAULT_PERIODS_HALF_LIFE))
+    return half_life if half_life > 0 else DEFAULT_PERIODS_HALF_LIFE
 
 
 def reset_period_seconds(config: dict[str, str]) -> float:

@@ -12,11 +12,12 @@ from ledger.state import (
     FACTOR_DEFAULTS,
     RESET_PERIOD_KEY,
     USAGE_MODEL_KEY,
+    periods_half_life,
     reset_period_seconds,
     usage_model_of,
 )
 from ledger.store.connections import Connection
-from ledger.usage import DEFAULT_HALF_LIFE, DEFAULT_RESET_PERIOD, UsageParams, bin_count
+from ledger.usage import DEFAULT_RESET_PERIOD, UsageParams, bin_count
 from projections.writers.schema import (
     ASSOCIATION_COLUMNS,
     BANK_COLUMNS,
@@ -205,7 +206,7 @@ def _past_periods(conn: Connection) -> int:
     values = {r["key"]: r["value"] for r in configs(conn)}
     params = UsageParams(
         epoch=0.0,
-        half_life=float(values.get("priority_decay_half_life", DEFAULT_HALF_LIFE)),
+        half_life=periods_half_life(values),
         reset_period=reset_period_seconds(values)
         if RESET_PERIOD_KEY in values
         else DEFAULT_RESET_PERIOD,

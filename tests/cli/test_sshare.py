@@ -199,3 +199,33 @@ def test_explain_job_on_a_fair_tree_site(store: Store) -> None:
     store.run("update-fshare", now=T0 + 100)
     explained = store.run("explain-job", "9", now=T0 + 100).stdout
     assert "uGA1" in explained
+
+
+@pytest.mark.parametrize(
+    ("name", "algorithm"),
+    [("test24_4", "fair-tree"), ("test24_1", "classic"), ("test_130_2", "classic")],
+)
+def test_the_vectors_through_ingested_jobs_without_decay(
+    store: Store, name: str, algorithm: str
+) -> None:
+    """Half-life 0 (no decay, as the harnesses run) with a daily reset: a job billed U CPUs for
+    one second before T0 is a usage of exactly U at T0, the same day."""
+    vector = load(name)
+    store.run("create-db", "--fairshare-algorithm", algorithm)
+    store.run("edit-config", "priority_decay_half_life=0", "priority_usage_reset_period=DAILY")
+    store.run("add-bank", "root", "1")
+    for account, parent, value in vector["accounts"]:
+        store.run("add-bank", account, shares(value), "--parent-bank", parent)
+    jobs = []
+    for n, (user, account, value, usage) in enumerate(vector["users"], start=1):
+        store.run("add-user", "-u", user, "-B", account, "--shares", shares(value))
+        if usage:
+            job = {"id": n, "username": user, "bank": account, "t_run": T0 - 1, "t_inactive": T0}
+            jobs.append(json.dumps({**job, "nnodes": 1, "ncores": int(usage)}))
+    store.run("ingest", "-", input="\n".join(jobs))
+    store.run("update-fshare")
+    rows = by_row(sshare_lines(store, "-a", "-l", "-p"))
+    for expected in vector["expected"]:
+        fields = expected.split("|")
+        assert rows[(fields[0], fields[1])].startswith(expected), expected
+    assert len(rows) == len(vector["accounts"]) + len(vector["users"]) + 2  # root, header

@@ -205,3 +205,24 @@ def test_slurm_algorithms_refuse_names_their_tree_cannot_hold() -> None:
     assert refused(flux_site, edit(("fairshare_algorithm", "fair-tree")), InvalidValue).startswith(
         "invalid bank name for Slurm's fair-share: 'root'"
     )
+
+
+def test_half_life_zero_means_no_decay_and_needs_a_reset_as_in_slurm() -> None:
+    site = given(edit(("fairshare_algorithm", "fair-tree")))
+    assert then(
+        site,
+        edit(("priority_decay_half_life", "0"), ("priority_usage_reset_period", "WEEKLY")),
+    ) == [
+        ("ConfigChanged", {"key": "priority_decay_half_life", "old": "604800", "new": "0"}),
+        (
+            "ConfigChanged",
+            {"key": "priority_usage_reset_period", "old": "2419200", "new": "WEEKLY"},
+        ),
+    ]
+    message = (
+        "priority_decay_half_life 0 (no decay) needs usage_model continuous and a "
+        "priority_usage_reset_period of DAILY, WEEKLY, MONTHLY, QUARTERLY or YEARLY"
+    )
+    assert refused(site, edit(("priority_usage_reset_period", "NONE")), InvalidValue) == message
+    assert refused(site, edit(("usage_model", "periods")), InvalidValue) == message
+    assert refused(given(), edit(("priority_decay_half_life", "0")), InvalidValue) == message
