@@ -8,6 +8,7 @@ from cli.doctor_text import finding_line
 from cli.params import DURATION
 from cli.session import change_options, session
 from cli.verify_text import verified_lines
+from ledger.state import ALGORITHMS, WEIGHTED_WALK
 from ledger.usage import DEFAULT_DECAY_FACTOR
 from ledger.usecases import admin
 
@@ -35,6 +36,13 @@ from ledger.usecases import admin
     help="Weight of each older period relative to the next (0 < F < 1).",
 )
 @click.option(
+    "--fairshare-algorithm",
+    type=click.Choice(ALGORITHMS),
+    default=WEIGHTED_WALK,
+    show_default=True,
+    help="How update-fshare ranks associations: flux-accounting's walk or Slurm's.",
+)
+@click.option(
     "--group-readable",
     is_flag=True,
     help="SQLite: create the file 0640 (its group may read it) instead of 0600.",
@@ -46,6 +54,7 @@ def create_db(
     priority_decay_half_life: float,
     priority_usage_reset_period: float,
     decay_factor: float,
+    fairshare_algorithm: str,
     group_readable: bool,
     actor: str | None,
     reason: str | None,
@@ -59,6 +68,7 @@ def create_db(
         group_readable,
         actor,
         reason,
+        fairshare_algorithm,
     )
     click.echo(f"created ledger at {where}")
 

@@ -25,6 +25,7 @@ from cli import (
     settings,
     show_usage,
     slurm,
+    sshare,
     usage,
     users,
 )
@@ -159,6 +160,7 @@ for module in (
     fairshare_emulate,
     live_jobs,
     slurm,
+    sshare,
 ):
     for command in module.COMMANDS:
         cli.add_command(command)

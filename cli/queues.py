@@ -33,6 +33,13 @@ def queue_options(func: Any) -> Any:
             click.option("-msc", "--max-sched-cores-per-assoc", type=int, default=None),
             click.option("--max-nodes", type=int, default=None),
             click.option("--max-cores", type=int, default=None),
+            click.option(
+                "--billing-weights",
+                default=None,
+                metavar="TRES=W,...",
+                help="Slurm's TRESBillingWeights, e.g. 'CPU=1.0,Mem=0.25G,GRES/gpu=2.0' "
+                "(memory per MiB; K/M/G/T/P scale); '' clears (billing = the job's CPUs).",
+            ),
         ]
     ):
         func = option(func)
@@ -45,10 +52,15 @@ def queue_options(func: Any) -> Any:
 @change_options
 @click.pass_context
 def add_queue(
-    ctx: click.Context, queue: str, actor: str | None, reason: str | None, **given: Any
+    ctx: click.Context,
+    queue: str,
+    billing_weights: str | None,
+    actor: str | None,
+    reason: str | None,
+    **given: Any,
 ) -> None:
-    """Add QUEUE with its limits and priority."""
-    session(ctx).change(lambda s, st: s.add_queue(st, queue, given), reason, actor)
+    """Add QUEUE with its limits, priority and billing weights."""
+    session(ctx).change(lambda s, st: s.add_queue(st, queue, given, billing_weights), reason, actor)
 
 
 @click.command("edit-queue")
@@ -57,10 +69,17 @@ def add_queue(
 @change_options
 @click.pass_context
 def edit_queue(
-    ctx: click.Context, queue: str, actor: str | None, reason: str | None, **given: Any
+    ctx: click.Context,
+    queue: str,
+    billing_weights: str | None,
+    actor: str | None,
+    reason: str | None,
+    **given: Any,
 ) -> None:
     """Edit QUEUE; -1 resets a limit to its default (priority takes any integer)."""
-    changed = session(ctx).change(lambda s, st: s.edit_queue(st, queue, given), reason, actor)
+    changed = session(ctx).change(
+        lambda s, st: s.edit_queue(st, queue, given, billing_weights), reason, actor
+    )
     if not changed:
         click.echo(f"queue {queue}: nothing to change", err=True)
 
@@ -98,7 +117,11 @@ def view_queue(
 ) -> None:
     """Show QUEUE (JSON; a table with --parsable)."""
     row = queries.queue(session(ctx).read(as_of), queue)
-    click.echo(Output(as_json, fmt, fields, parsable).render([row], QUEUE_COLUMNS, default="json"))
+    columns = [
+        *QUEUE_COLUMNS,
+        *([queries.BILLING_WEIGHTS] if queries.BILLING_WEIGHTS in row else []),
+    ]
+    click.echo(Output(as_json, fmt, fields, parsable).render([row], columns, default="json"))
 
 
 @click.command("list-queues")

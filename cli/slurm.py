@@ -57,6 +57,9 @@ def _render(report: dict[str, Any]) -> str:
         f"banks {report['banks']}, associations {report['associations']}, default banks set "
         f"{report['default_banks']}",
     ]
+    if report["fairshare_algorithm"] is not None:
+        old_algorithm, new_algorithm = report["fairshare_algorithm"]
+        lines.append(f"fairshare_algorithm {old_algorithm} -> {new_algorithm} (Slurm's default)")
     if balance["file"] is not None:
         lines.append(
             f"opening balance from {balance['file']}: {balance['associations']} associations, "

@@ -59,14 +59,13 @@ def render_tree(
         return name.ljust(20) + "".join(v.rjust(20) for v in values)
 
     def visit(bank: dict[str, Any], depth: int) -> None:
-        children = sorted(by_parent.get(bank["bank"], []), key=lambda b: b["bank"])
-        if children:
-            for child in children:
-                lines.append(bank_line(child, depth + 1, child["job_usage"]))
-                visit(child, depth + 1)
-        else:
-            for user in sorted(users_in.get(bank["bank"], []), key=lambda u: u["username"]):
-                lines.append(user_line(user, depth + 1))
+        # A Fair Tree or classic site's bank may hold users beside sub-banks: its users come
+        # first, as in Slurm's tree order (a flux-accounting bank holds one kind or the other).
+        for user in sorted(users_in.get(bank["bank"], []), key=lambda u: u["username"]):
+            lines.append(user_line(user, depth + 1))
+        for child in sorted(by_parent.get(bank["bank"], []), key=lambda b: b["bank"]):
+            lines.append(bank_line(child, depth + 1, child["job_usage"]))
+            visit(child, depth + 1)
 
     root = by_name[top]
     lines.append(bank_line(root, 0, round(root["job_usage"], 2)))

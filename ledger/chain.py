@@ -39,9 +39,9 @@ def link(
     return digest.hexdigest()
 
 
-# Fields a record gains when it is recorded (the charge under the weights then in force, an
-# import's mark): the same job ingested again under other weights is the same job.
-_DERIVED_FIELDS = ("charge", "in_balance")
+# Fields a record gains when it is recorded (the charge and billing under the weights then in
+# force, an import's mark): the same job ingested again under other weights is the same job.
+_DERIVED_FIELDS = ("charge", "in_balance", "billing")
 
 
 def record_digest(record: dict[str, Any]) -> str:

@@ -125,7 +125,7 @@ class DefaultBankChanged(SiteEvent):
 
 class QueueAdded(SiteEvent):
     queue: str
-    fields: dict[str, int]
+    fields: dict[str, int | str]  # the limits, and billing_weights (text) when given
 
 
 class QueueEdited(SiteEvent):

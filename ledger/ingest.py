@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ledger import bounds
+from ledger.billing import BillingMode, billable_tres, parse_billing_weights
 from ledger.errors import InvalidValue
 from ledger.jobs import JobRecord, JobRecordError, parse_job_line, validate_job
 from ledger.state import SiteState
@@ -32,6 +33,7 @@ _KNOWN = {
     "urgency",
     "cluster",
     "R",
+    "tres",
 }
 
 
@@ -111,9 +113,45 @@ def weights(state: SiteState) -> tuple[float, float, float]:
     )
 
 
-def to_record(job: JobRecord, node_w: float, core_w: float, gpu_w: float) -> dict[str, Any]:
+def billing_mode(state: SiteState) -> BillingMode:
+    """How weighted TRES combine: MAX_TRES_GRES is tested before MAX_TRES, as Slurm does."""
+    flags = state.priority_flags
+    for mode in (BillingMode.MAX_TRES_GRES, BillingMode.MAX_TRES):
+        if mode in flags:
+            return mode
+    return BillingMode.SUM
+
+
+def job_billing(job: JobRecord, state: SiteState) -> float | None:
+    """The job's billing (Slurm's billable TRES per second) under its queue's weights and the
+    priority_flags in force; None when it is just the job's CPUs (no weights and no `tres`),
+    which the continuous usage model reads from ncores (ledger.site_usage.record_billing)."""
+    queue = state.queues.get(job.queue) if job.queue else None
+    weights = parse_billing_weights(queue.billing_weights) if queue is not None else None
+    if weights is None and job.tres is None:
+        return None
+    alloc = job.tres if job.tres is not None else allocated_tres(job)
+    if weights is None:
+        return float(alloc.get("cpu", job.ncores))
+    billing = billable_tres(alloc, weights, billing_mode(state))
+    try:
+        bounds.check_charge(billing * (job.t_inactive - job.t_run))
+    except InvalidValue as err:
+        raise JobRecordError(f"billing {billing:g} per second: {err}") from None
+    return billing
+
+
+def allocated_tres(job: JobRecord) -> dict[str, float]:
+    """A Flux record's counts as TRES, for a queue with billing weights."""
+    return {"cpu": job.ncores, "node": job.nnodes, "gres/gpu": job.ngpus}
+
+
+def to_record(
+    job: JobRecord, node_w: float, core_w: float, gpu_w: float, billing: float | None = None
+) -> dict[str, Any]:
     """The primitive record stored in the log. The charge is fixed with the weights in force
-    when the job is recorded (design §4), so later weight changes never re-price history."""
+    when the job is recorded (design §4), so later weight changes never re-price history; so
+    is the billing (`job_billing`), kept only where it is not just the job's CPUs."""
     record: dict[str, Any] = {
         "cluster": job.cluster,
         "id": str(job.id),
@@ -125,6 +163,10 @@ def to_record(job: JobRecord, node_w: float, core_w: float, gpu_w: float) -> dic
         "ngpus": job.ngpus,
         "charge": job.charge(node_w, core_w, gpu_w),
     }
+    if job.tres is not None:
+        record["tres"] = dict(job.tres)
+    if billing is not None:
+        record["billing"] = billing
     for name in ("userid", "username", "bank", "queue", "project", "urgency"):
         value = getattr(job, name)
         if value is not None:

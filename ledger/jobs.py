@@ -7,6 +7,7 @@ Pure: no I/O, no clock. One JSON line of `fairledger ingest` becomes one `JobRec
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -216,6 +217,31 @@ class JobRecord(BaseModel):
     urgency: Annotated[int, Strict(), Field(ge=0, le=URGENCY_MAX)] | None = None
     cluster: str = DEFAULT_CLUSTER
     R: dict[str, Any] | None = None
+    # Slurm's allocated TRES ({"cpu": 8, "mem": 16384, "node": 1, "gres/gpu": 2}, mem in MiB):
+    # what the queue's billing weights price (ledger.billing).
+    tres: dict[str, Any] | None = None
+
+    @field_validator("tres")
+    @classmethod
+    def _tres_counts(cls, value: dict[str, Any] | None) -> dict[str, float] | None:
+        if value is None:
+            return None
+        counts: dict[str, float] = {}
+        for name, count in value.items():
+            if not name.strip() or name != name.strip():
+                raise ValueError(f"TRES name {_show(name)} is not a name (e.g. cpu, gres/gpu)")
+            try:
+                bounds.check_name("TRES name", name)
+            except InvalidValue as exc:
+                raise ValueError(str(exc)) from None
+            if not _is_number(count) or not math.isfinite(count) or count < 0:
+                raise ValueError(f"{printable_field(name)}: {_show(count)} is not a count >= 0")
+            if count > COUNT_MAX:
+                raise ValueError(
+                    f"{printable_field(name)}: {_show(count)} is more than {COUNT_MAX}"
+                )
+            counts[name.lower()] = counts.get(name.lower(), 0) + count
+        return counts
 
     @model_validator(mode="before")
     @classmethod

@@ -237,7 +237,7 @@ def _(event: ev.DefaultBankChanged, state: SiteState) -> Touched:
 
 @_fold.register
 def _(event: ev.QueueAdded, state: SiteState) -> Touched:
-    state.queues[event.queue] = Queue(queue=event.queue, **event.fields)
+    state.queues[event.queue] = Queue(queue=event.queue, **event.fields)  # type: ignore[arg-type]
     return Touched(queues={event.queue})
 
 

@@ -20,27 +20,46 @@ from eventsourcing.domain import Aggregate
 from ledger import bounds
 from ledger import events as ev
 from ledger import import_events as iev
+from ledger.billing import BillingMode, parse_billing_weights
 from ledger.bounds import check_float, check_int, check_text
 from ledger.clock import zone_named
+from ledger.continuous_usage import ResetPeriod
 from ledger.durations import format_seconds, parse_duration
 from ledger.errors import AlreadyExists, InvalidValue, NotFound
 from ledger.fairshare_in_force import NEW_ASSOCIATION_FAIRSHARE
 from ledger.limits import ASSOCIATION_LIMIT_FIELDS
 from ledger.reducers import fold
 from ledger.state import (
+    ALGORITHM_KEY,
+    ALGORITHMS,
     ASSOCIATION_DEFAULTS,
     CONFIG_DEFAULTS,
     CONFIG_KEYS,
+    DAMPENING_KEY,
     EDITABLE_CONFIG_KEYS,
     FACTOR_DEFAULTS,
+    HALF_LIFE_KEY,
+    PERIODS,
+    PRIORITY_FLAGS_KEY,
     QUEUE_DEFAULTS,
+    RESET_PERIOD_KEY,
     TIMEZONE_KEY,
+    USAGE_MODEL_KEY,
+    USAGE_MODELS,
+    WEIGHTED_WALK,
     Association,
     SiteState,
     csv_items,
+    default_usage_model,
+    periods_half_life,
+    reset_period_seconds,
+    usage_model_of,
 )
 
 SITE_ID = uuid5(NAMESPACE_URL, "fairledger:site")
+RESET_NAMES = tuple(ResetPeriod)  # Slurm's PriorityUsageResetPeriod names (continuous model)
+PRIORITY_FLAGS = tuple(BillingMode)[1:]  # MAX_TRES, MAX_TRES_GRES: SUM is no flag
+DAMPENING_MAX = 0xFFFF  # Slurm's FairShareDampeningFactor is a uint16
 UNLIMITED_WORDS = ("-1", "unlimited")
 
 
@@ -110,6 +129,8 @@ class Site(Aggregate):
         """`bank_id` keeps an imported bank's id (default: the next free one)."""
         s = self.state
         _check_name("bank", bank)
+        if s.fairshare_algorithm != WEIGHTED_WALK:
+            _check_slurm_name("bank", bank, is_root=not parent_bank)
         _check_shares(shares)
         if priority is not None:
             priority = _check_bank_priority(priority)
@@ -225,7 +246,9 @@ class Site(Aggregate):
             raise NotFound(f"parent bank {parent_bank} not found in bank_table")
         if not parent.active:
             raise InvalidValue(f"parent bank {parent_bank} is inactive")
-        if self.state.associations_in(parent_bank):
+        if self.state.associations_in(parent_bank) and (
+            self.state.fairshare_algorithm == WEIGHTED_WALK
+        ):
             raise InvalidValue(
                 f"banks cannot be added to a bank that currently has associations in it: "
                 f"{parent_bank}"
@@ -253,6 +276,8 @@ class Site(Aggregate):
         that was inactive where it comes from (an import), in one event."""
         s = self.state
         _check_name("username", username)
+        if s.fairshare_algorithm != WEIGHTED_WALK:
+            _check_slurm_name("user", username)
         for key in ("creation_time", "mod_time"):  # an import's times, kept in the source
             if key in stamp.source:
                 bounds.check_time(key, stamp.source[key])
@@ -261,7 +286,7 @@ class Site(Aggregate):
             raise NotFound(f"bank {bank} does not exist in bank_table")
         if not target.active:
             raise InvalidValue(f"bank {bank} is inactive")
-        if s.sub_banks(bank):
+        if s.sub_banks(bank) and s.fairshare_algorithm == WEIGHTED_WALK:
             raise InvalidValue(
                 f"associations cannot be added to the same parent bank as a sub-bank: {bank}"
             )
@@ -521,22 +546,41 @@ class Site(Aggregate):
             raise NotFound(f"project {project} does not exist in project_table")
 
     # --- queues and projects ---------------------------------------------------------------------
-    def add_queue(self, stamp: Stamp, queue: str, given: dict[str, int | None]) -> None:
+    def add_queue(
+        self,
+        stamp: Stamp,
+        queue: str,
+        given: dict[str, int | None],
+        billing_weights: str | None = None,
+    ) -> None:
+        """`billing_weights`: Slurm's TRESBillingWeights for the jobs of this queue."""
         _check_name("queue", queue)
         if queue in self.state.queues:
             raise AlreadyExists(f"queue {queue} already exists in queue_table")
-        fields = dict(QUEUE_DEFAULTS)
+        fields: dict[str, int | str] = dict(QUEUE_DEFAULTS)
         for name, value in given.items():
             if value is None:
                 continue
             fields[name] = _check_queue_field(name, value)
+        weights = _check_billing_weights(billing_weights)
+        if weights:  # a queue without weights records what flux-accounting's queues record
+            fields["billing_weights"] = weights
         self.trigger_event(ev.QueueAdded, queue=queue, fields=fields, **stamp.kwargs())
 
-    def edit_queue(self, stamp: Stamp, queue: str, given: dict[str, int | None]) -> bool:
+    def edit_queue(
+        self,
+        stamp: Stamp,
+        queue: str,
+        given: dict[str, int | None],
+        billing_weights: str | None = None,
+    ) -> bool:
+        """`billing_weights` "" clears the queue's weights (billing = CPUs again)."""
         current = self.state.queues.get(queue)
         if current is None:
             raise NotFound(f"queue {queue} not found in queue_table")
-        wanted: dict[str, int] = {}
+        wanted: dict[str, int | str] = {}
+        if billing_weights is not None:
+            wanted["billing_weights"] = _check_billing_weights(billing_weights)
         for name, value in given.items():
             if value is None:
                 continue
@@ -639,15 +683,37 @@ class Site(Aggregate):
         ]
         merged = dict(self.state.config, **dict(normalised))
         check_decay_config(merged)
+        self._check_policy(merged)
         recorded = 0
         for key, value in normalised:
             # A key of fairledger's own not yet recorded holds its default: setting that is no
             # change, and history shows the change from it.
             old = self.state.config.get(key, CONFIG_DEFAULTS.get(key))
+            if key == USAGE_MODEL_KEY and old is None:
+                old = default_usage_model(self.state.fairshare_algorithm)
             if old != value:
                 self.trigger_event(ev.ConfigChanged, key=key, old=old, new=value, **stamp.kwargs())
                 recorded += 1
         return recorded
+
+    def _check_policy(self, config: dict[str, str]) -> None:
+        """The weighted walk (flux-accounting's) ranks a bank's users or its sub-banks, never
+        both: a site whose tree mixes them (as Slurm's may) cannot switch to it."""
+        if config.get(ALGORITHM_KEY, WEIGHTED_WALK) != WEIGHTED_WALK:
+            for bank in self.state.banks.values():
+                _check_slurm_name("bank", bank.bank, is_root=not bank.parent_bank)
+            for username in self.state.associations:
+                _check_slurm_name("user", username)
+            return
+        for name in sorted(self.state.banks):
+            bank = self.state.banks[name]
+            if not bank.active or not self.state.sub_banks(name):
+                continue
+            if any(a.active for a in self.state.associations_in(name)):
+                raise InvalidValue(
+                    f"fairshare_algorithm {WEIGHTED_WALK}: bank {name} holds users and "
+                    "sub-banks, which the weighted walk cannot rank (use fair-tree or classic)"
+                )
 
     # --- repair ----------------------------------------------------------------------------------
     def neutralize(
@@ -774,6 +840,29 @@ def _check_value(value: str) -> str:
     return text
 
 
+def _check_slurm_name(kind: str, name: str, is_root: bool = False) -> None:
+    """Slurm's association lineage is a path (`/acct/0-user/`) and its cluster association is
+    `root`: under fair-tree or classic a name holds no `/`, and only the root bank is `root`."""
+    from ledger.slurm_shares import ROOT  # numpy comes with it: Slurm sites only
+
+    if "/" in name:
+        raise InvalidValue(f"invalid {kind} name for Slurm's fair-share: {name!r} (contains '/')")
+    if kind == "bank" and name == ROOT and not is_root:
+        raise InvalidValue(
+            f"invalid bank name for Slurm's fair-share: {name!r} names the root (Slurm's "
+            "cluster association) and this bank is not the root bank"
+        )
+
+
+def _check_billing_weights(text: str | None) -> str:
+    """TRESBillingWeights as stored: the text given, once ledger.billing can read it."""
+    if text is None or not text.strip():
+        return ""
+    check_text("billing weights", text.strip())
+    parse_billing_weights(text)
+    return text.strip()
+
+
 def _check_shares(shares: int) -> None:
     if shares < 0:
         raise InvalidValue(f"invalid shares: {shares} (shares must be >= 0)")
@@ -809,9 +898,18 @@ def _diff(obj: Any, wanted: dict[str, Any]) -> dict[str, list[Any]]:
     return {k: [getattr(obj, k), v] for k, v in wanted.items() if getattr(obj, k) != v}
 
 
-def default_config(half_life: float, reset_period: float, decay_factor: float) -> dict[str, str]:
+def default_config(
+    half_life: float,
+    reset_period: float | str,
+    decay_factor: float,
+    fairshare_algorithm: str = WEIGHTED_WALK,
+) -> dict[str, str]:
+    """create-db's config. `reset_period` is seconds or one of Slurm's reset names; a
+    fair-share algorithm other than the default is recorded with the rest."""
     config = {
-        "priority_usage_reset_period": format_seconds(reset_period),
+        "priority_usage_reset_period": normalise_config_value(RESET_PERIOD_KEY, str(reset_period))
+        if isinstance(reset_period, str)
+        else format_seconds(reset_period),
         "priority_decay_half_life": format_seconds(half_life),
         "decay_factor": str(decay_factor),
         "node_weight": "1.0",
@@ -819,6 +917,8 @@ def default_config(half_life: float, reset_period: float, decay_factor: float) -
         "gpu_weight": "0.0",
         "deny_unknown_queues": "false",
     }
+    if fairshare_algorithm != WEIGHTED_WALK:
+        config[ALGORITHM_KEY] = normalise_config_value(ALGORITHM_KEY, fairshare_algorithm)
     check_decay_config(config)
     return config
 
@@ -840,8 +940,42 @@ def normalise_config_value(key: str, value: str) -> str:
         if number < 0:
             raise InvalidValue(f"invalid {key}: {text} (must be >= 0)")
         return str(check_float(key, number, 0.0, bounds.CHARGE_WEIGHT_MAX))
+    if key == ALGORITHM_KEY:
+        if text.lower() not in ALGORITHMS:
+            raise InvalidValue(
+                f"invalid fairshare_algorithm: {bounds.printable(repr(text))} "
+                f"(must be one of {', '.join(ALGORITHMS)})"
+            )
+        return text.lower()
+    if key == USAGE_MODEL_KEY:
+        if text.lower() not in USAGE_MODELS:
+            raise InvalidValue(
+                f"invalid usage_model: {bounds.printable(repr(text))} "
+                f"(must be one of {', '.join(USAGE_MODELS)})"
+            )
+        return text.lower()
+    if key == DAMPENING_KEY:
+        if not text.isdigit() or not 1 <= int(text) <= DAMPENING_MAX:
+            raise InvalidValue(
+                f"invalid fairshare_dampening_factor: {bounds.printable(repr(text))} "
+                f"(must be an integer from 1 to {DAMPENING_MAX})"
+            )
+        return str(int(text))
+    if key == PRIORITY_FLAGS_KEY:
+        flags = [flag.upper() for flag in csv_items(text)]
+        for flag in flags:
+            if flag not in PRIORITY_FLAGS:
+                raise InvalidValue(
+                    f"invalid priority_flags: unknown flag {bounds.printable(repr(flag))} "
+                    f"(known: {', '.join(PRIORITY_FLAGS)})"
+                )
+        return ",".join(dict.fromkeys(flags))
+    if key == RESET_PERIOD_KEY and text.upper() in RESET_NAMES:
+        return text.upper()
     if key in ("priority_usage_reset_period", "priority_decay_half_life"):
         seconds = parse_duration(text)
+        if key == HALF_LIFE_KEY and seconds == 0:
+            return "0"  # no decay: the continuous model only (check_decay_config)
         if seconds <= 0:
             raise InvalidValue(f"invalid {key}: {text} (must be > 0)")
         return format_seconds(seconds)  # the same form create-db stores
@@ -864,13 +998,20 @@ def check_decay_config(config: dict[str, str]) -> None:
     factor = float(config["decay_factor"])
     if not 0.0 < factor <= 1.0:
         raise InvalidValue(f"invalid decay_factor: {config['decay_factor']} (must be in (0, 1])")
-    if float(config["priority_decay_half_life"]) <= 0:
+    half_life = float(config[HALF_LIFE_KEY])
+    reset = config[RESET_PERIOD_KEY]
+    if half_life == 0 and (usage_model_of(config) == PERIODS or reset not in RESET_NAMES[1:]):
+        # Slurm refuses half-life 0 without a reset too ("usage only grows").
         raise InvalidValue(
-            f"invalid priority_decay_half_life: {config['priority_decay_half_life']}"
+            "priority_decay_half_life 0 (no decay) needs usage_model continuous and a "
+            "priority_usage_reset_period of DAILY, WEEKLY, MONTHLY, QUARTERLY or YEARLY"
         )
+    if half_life < 0:
+        raise InvalidValue(f"invalid priority_decay_half_life: {config[HALF_LIFE_KEY]}")
     # Bounded decay: a minimum half-life and at most bounds.PAST_BINS_MAX past bins.
-    bounds.check_decay(
-        float(config["priority_decay_half_life"]),
-        float(config["priority_usage_reset_period"]),
-        factor,
-    )
+    bounds.check_decay(periods_half_life(config), reset_period_seconds(config), factor)
+    if reset in RESET_NAMES and usage_model_of(config) == PERIODS:
+        raise InvalidValue(
+            f"priority_usage_reset_period {reset} needs usage_model continuous: the periods "
+            "model resets after a duration (such as 4w)"
+        )

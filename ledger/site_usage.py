@@ -6,22 +6,51 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from typing import NamedTuple
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, NamedTuple
 
+from ledger.continuous_usage import (
+    Charge,
+    DecayParams,
+    ResetPeriod,
+    charge_usage,
+    decay_weight,
+    last_reset,
+)
+from ledger.errors import InvalidValue
 from ledger.fairshare import BankNode, Ranking, UserLeaf, rank_associations
-from ledger.state import SiteState
+from ledger.state import (
+    CLASSIC,
+    FAIR_TREE,
+    RESET_PERIOD_KEY,
+    WEIGHTED_WALK,
+    SiteState,
+    periods_half_life,
+    reset_period_seconds,
+)
 from ledger.usage import UsageParams, bin_count, decay_bins, period_of, usage_bins
 
+if TYPE_CHECKING:  # numpy's import is paid by Slurm sites only (the functions import them)
+    from ledger.classic_fairshare import ClassicResult
+    from ledger.fair_tree import FairTreeResult
+    from ledger.slurm_shares import SlurmAccount, SlurmUser
+
 AssocKey = tuple[str, str]  # (username, bank)
+
+
+def record_billing(record: Mapping[str, Any]) -> float:
+    """A recorded job's billing per second (continuous usage): the one fixed when it was
+    recorded (ledger.ingest.job_billing), else its CPUs."""
+    billing = record.get("billing")
+    return float(billing) if billing is not None else float(record["ncores"])
 
 
 def usage_params(state: SiteState) -> UsageParams:
     config = state.config
     return UsageParams(
         epoch=state.epoch,
-        half_life=float(config["priority_decay_half_life"]),
-        reset_period=float(config["priority_usage_reset_period"]),
+        half_life=periods_half_life(config),
+        reset_period=reset_period_seconds(config),
         decay_factor=float(config["decay_factor"]),
     )
 
@@ -161,7 +190,10 @@ def fairshare_tree(state: SiteState, usage: dict[AssocKey, AssociationUsage]) ->
 
 
 def site_ranking(state: SiteState, usage: dict[AssocKey, AssociationUsage]) -> Ranking:
-    """The weighted walk over the site's active tree: every active association's rank."""
+    """The algorithm in force over the site's active tree: every active association's rank
+    (the weighted walk's), or Fair Tree's / classic's factors (slurm_ranking)."""
+    if state.fairshare_algorithm != WEIGHTED_WALK:
+        return slurm_ranking(state, usage, state.fairshare_algorithm)
     tree = fairshare_tree(state, usage)
     return rank_associations(tree) if tree is not None else Ranking({}, 0)
 
@@ -171,3 +203,155 @@ def site_fairshare(
 ) -> dict[AssocKey, float]:
     """The walk's fair-share of every active association."""
     return site_ranking(state, usage).fairshare()
+
+
+# --- Slurm sites: continuous usage and Fair Tree / classic over the site's tree ----------------
+class JobSpan(NamedTuple):
+    """A recorded job as the continuous model charges it: billing per second over its run."""
+
+    userid: int | None
+    username: str | None
+    bank: str | None
+    billing: float
+    t_run: float
+    t_inactive: float
+
+
+class BalanceEntry(NamedTuple):
+    """An opening balance's entry: raw usage (billing-seconds) of an association at `at`."""
+
+    username: str
+    bank: str
+    at: float
+    raw_usage: float
+
+
+def decay_params(state: SiteState) -> DecayParams:
+    """The continuous model's settings: the half-life, and the reset when the reset period is
+    one of Slurm's names (a duration means no reset under this model: docs/semantics.md)."""
+    text = state.config.get(RESET_PERIOD_KEY, "")
+    reset = ResetPeriod(text) if text in tuple(ResetPeriod) else ResetPeriod.NONE
+    return DecayParams(
+        half_life=float(state.config["priority_decay_half_life"]),
+        reset_period=reset,
+        timezone=state.timezone,
+    )
+
+
+def continuous_usage(
+    state: SiteState, jobs: Iterable[JobSpan], balances: Iterable[BalanceEntry], at: float
+) -> dict[AssocKey, AssociationUsage]:
+    """Every association's raw usage at `at` under the continuous model (design §7):
+    Σ billing · hl/ln2 · (2^(−(T−t_end)/hl) − 2^(−(T−t_start)/hl)) over its jobs' time after the
+    last reset boundary and after its latest opening balance (which stands for all its usage
+    before), plus its balances decaying from their moment (gone once a reset follows them). A
+    job that ended at or before the association's usage cutoff (clear-usage, a bank's
+    ignore_older_than) counts nothing, as under the periods model."""
+    params = decay_params(state)
+    boundary = last_reset(at, params.reset_period, params.timezone)
+    parts: dict[AssocKey, list[float]] = defaultdict(list)
+    opened: dict[AssocKey, float] = {}
+    for entry in balances:
+        key = (entry.username, entry.bank)
+        if entry.at > at or state.association(*key) is None:
+            continue
+        opened[key] = max(opened.get(key, entry.at), entry.at)
+        if boundary is None or entry.at >= boundary:
+            parts[key].append(entry.raw_usage * decay_weight(at - entry.at, params.half_life))
+    cutoffs = {(a.username, a.bank): state.usage_cutoff(a) for a in state.all_associations()}
+    resolver = AssociationResolver(state)
+    for job in jobs:
+        found = resolver.resolve_cached(job.userid, job.username, job.bank)
+        if found is None or job.t_inactive <= cutoffs[found]:
+            continue
+        since = max((t for t in (boundary, opened.get(found)) if t is not None), default=None)
+        charge = Charge(job.billing, job.t_run, job.t_inactive)
+        parts[found].append(charge_usage(charge, at, params.half_life, since))
+    return {
+        (a.username, a.bank): AssociationUsage(
+            usage=math.fsum(parts.get((a.username, a.bank), [])), bins=[]
+        )
+        for a in state.all_associations()
+    }
+
+
+@dataclass(frozen=True)
+class SlurmRanking(Ranking):
+    """Fair Tree's or classic's outcome as update-fshare keeps it: `values` are the fair-share
+    factors (Fair Tree's rank / N unrounded, classic's 2^(−UE/S/d)); `ranks` order them, best
+    first, ties sharing the higher rank (classic's values are not ranks: its rank is only their
+    order)."""
+
+    values: dict[AssocKey, float] = field(default_factory=dict)
+
+    def fairshare(self) -> dict[AssocKey, float]:
+        return dict(self.values)
+
+
+def slurm_tree(
+    state: SiteState, usage: Mapping[AssocKey, AssociationUsage]
+) -> tuple[list[SlurmAccount], list[SlurmUser], dict[tuple[str, str], AssocKey]]:
+    """The site's active tree as Slurm's: the root bank is Slurm's `root`, every other active
+    bank an account, every active association a user association (shares 2147483647 are
+    `Fairshare=parent`). Returns the accounts, the users, and each (account, user) pair's
+    association key."""
+    from ledger.slurm_shares import ROOT, SlurmAccount, SlurmUser
+
+    root = state.root_bank()
+    if root is None or not root.active:
+        return [], [], {}
+    live = {b.bank for b in state.subtree(root.bank) if b.active and _active_path(state, b.bank)}
+
+    def account_of(bank: str) -> str:
+        return ROOT if bank == root.bank else bank
+
+    accounts = [
+        SlurmAccount(name, account_of(state.banks[name].parent_bank), state.banks[name].shares)
+        for name in sorted(live)
+        if name != root.bank
+    ]
+    users, keys = [], {}
+    for assoc in state.all_associations():
+        if assoc.active and assoc.bank in live:
+            key = (assoc.username, assoc.bank)
+            users.append(
+                SlurmUser(assoc.username, account_of(assoc.bank), assoc.shares, usage[key].usage)
+            )
+            keys[(account_of(assoc.bank), assoc.username)] = key
+    return accounts, users, keys
+
+
+def _active_path(state: SiteState, bank: str) -> bool:
+    """An inactive bank leaves out its whole subtree, as the weighted walk's tree does."""
+    return all(state.banks[name].active for name in state.ancestors(bank) if name in state.banks)
+
+
+def slurm_result(
+    state: SiteState, usage: Mapping[AssocKey, AssociationUsage], algorithm: str
+) -> tuple[FairTreeResult | ClassicResult, dict[tuple[str, str], AssocKey]]:
+    """Fair Tree or classic (`algorithm`) over the site's active tree with `usage`: every
+    association's row as sshare shows it, and the association key of each user row."""
+    from ledger.classic_fairshare import compute_classic_fairshare
+    from ledger.fair_tree import compute_fair_tree
+
+    accounts, users, keys = slurm_tree(state, usage)
+    if algorithm == FAIR_TREE:
+        return compute_fair_tree(accounts, users), keys
+    if algorithm == CLASSIC:
+        return compute_classic_fairshare(accounts, users, state.dampening_factor), keys
+    raise InvalidValue(f"{algorithm} is not one of Slurm's algorithms ({FAIR_TREE}, {CLASSIC})")
+
+
+def slurm_ranking(
+    state: SiteState, usage: Mapping[AssocKey, AssociationUsage], algorithm: str
+) -> SlurmRanking:
+    """slurm_result's fair-share factors per association, with their order as ranks."""
+    if state.root_bank() is None:
+        return SlurmRanking({}, 0, {})
+    result, keys = slurm_result(state, usage, algorithm)
+    values = {keys[pair]: value for pair, value in result.fair_shares().items()}
+    ordered = sorted(values.values(), reverse=True)
+    rank_of: dict[float, int] = {}
+    for index, value in enumerate(ordered):
+        rank_of.setdefault(value, len(ordered) - index)
+    return SlurmRanking({k: rank_of[v] for k, v in values.items()}, len(values), values)

@@ -10,6 +10,8 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from ledger.limits import UNLIMITED
+from ledger.usage import DEFAULT_HALF_LIFE as DEFAULT_PERIODS_HALF_LIFE
+from ledger.usage import DEFAULT_RESET_PERIOD as DEFAULT_PERIODS_RESET
 
 # Defaults of flux-accounting's association_table and queue_table (research §2).
 ASSOCIATION_DEFAULTS: dict[str, Any] = {
@@ -51,8 +53,56 @@ CONFIG_KEYS = (
 # flux-accounting's config_table, and none triggers a usage rebin.
 TIMEZONE_KEY = "timezone"  # the IANA zone of a time typed without one (ledger.clock)
 DEFAULT_TIMEZONE = "UTC"
-CONFIG_DEFAULTS: dict[str, str] = {TIMEZONE_KEY: DEFAULT_TIMEZONE}
-EDITABLE_CONFIG_KEYS = (*CONFIG_KEYS, *CONFIG_DEFAULTS)
+# The fair-share policy (design §7): which algorithm ranks associations, how usage is counted,
+# classic's dampening and Slurm's PriorityFlags (the billing flags for now).
+ALGORITHM_KEY = "fairshare_algorithm"
+WEIGHTED_WALK, FAIR_TREE, CLASSIC = "weighted-walk", "fair-tree", "classic"
+ALGORITHMS = (WEIGHTED_WALK, FAIR_TREE, CLASSIC)
+USAGE_MODEL_KEY = "usage_model"
+PERIODS, CONTINUOUS = "periods", "continuous"
+USAGE_MODELS = (PERIODS, CONTINUOUS)
+DAMPENING_KEY = "fairshare_dampening_factor"
+PRIORITY_FLAGS_KEY = "priority_flags"
+RESET_PERIOD_KEY = "priority_usage_reset_period"
+HALF_LIFE_KEY = "priority_decay_half_life"
+CONFIG_DEFAULTS: dict[str, str] = {
+    ALGORITHM_KEY: WEIGHTED_WALK,
+    DAMPENING_KEY: "1",
+    PRIORITY_FLAGS_KEY: "",
+    TIMEZONE_KEY: DEFAULT_TIMEZONE,
+}
+# usage_model has no fixed default: unset, it follows the algorithm (default_usage_model).
+EDITABLE_CONFIG_KEYS = (*CONFIG_KEYS, USAGE_MODEL_KEY, *CONFIG_DEFAULTS)
+
+
+def default_usage_model(algorithm: str) -> str:
+    """Slurm's algorithms count usage as Slurm does; flux-accounting's walk keeps its periods."""
+    return PERIODS if algorithm == WEIGHTED_WALK else CONTINUOUS
+
+
+def usage_model_of(config: dict[str, str]) -> str:
+    """The usage model in force under `config`: the recorded one, else the algorithm's."""
+    recorded = config.get(USAGE_MODEL_KEY)
+    return recorded or default_usage_model(config.get(ALGORITHM_KEY, WEIGHTED_WALK))
+
+
+def periods_half_life(config: dict[str, str]) -> float:
+    """The periods model's half-life. 0 (no decay, the continuous model only) has no periods;
+    the periods tables the projector keeps anyway are cut by flux-accounting's default."""
+    half_life = float(config.get(HALF_LIFE_KEY, DEFAULT_PERIODS_HALF_LIFE))
+    return half_life if half_life > 0 else DEFAULT_PERIODS_HALF_LIFE
+
+
+def reset_period_seconds(config: dict[str, str]) -> float:
+    """The periods model's reset period in seconds. A Slurm reset name (MONTHLY, ...) has no
+    length in periods; the Site refuses it under the periods model, so the periods tables the
+    projector keeps anyway (a switch back must find them current) use flux-accounting's
+    default."""
+    text = config.get(RESET_PERIOD_KEY, "")
+    try:
+        return float(text)
+    except ValueError:
+        return DEFAULT_PERIODS_RESET
 
 
 def csv_items(text: str) -> list[str]:
@@ -109,6 +159,8 @@ class Queue:
     max_sched_cores_per_assoc: int = UNLIMITED
     max_nodes: int = UNLIMITED
     max_cores: int = UNLIMITED
+    # Slurm's partition TRESBillingWeights (ledger.billing), as given; "": billing = CPUs.
+    billing_weights: str = ""
 
 
 @dataclass
@@ -138,6 +190,22 @@ class SiteState:
     @property
     def timezone(self) -> str:
         return self.config.get(TIMEZONE_KEY, DEFAULT_TIMEZONE)
+
+    @property
+    def fairshare_algorithm(self) -> str:
+        return self.config.get(ALGORITHM_KEY, WEIGHTED_WALK)
+
+    @property
+    def usage_model(self) -> str:
+        return usage_model_of(self.config)
+
+    @property
+    def dampening_factor(self) -> int:
+        return int(self.config.get(DAMPENING_KEY, CONFIG_DEFAULTS[DAMPENING_KEY]))
+
+    @property
+    def priority_flags(self) -> list[str]:
+        return csv_items(self.config.get(PRIORITY_FLAGS_KEY, ""))
 
     # --- lookups -------------------------------------------------------------------------------
     def root_bank(self) -> Bank | None:

@@ -39,7 +39,7 @@ from ledger.errors import (
 )
 from ledger.joblog import BATCH_SIZE, JOBLOG_ID, JobLog, job_key
 from ledger.site import SITE_ID, Site, Stamp, default_config
-from ledger.state import SiteState, state_from_dict, state_to_dict
+from ledger.state import WEIGHTED_WALK, SiteState, state_from_dict, state_to_dict
 from ledger.store import append_only, log_tables, roles
 from ledger.store.connections import (
     Connection,
@@ -206,10 +206,16 @@ class Ledger(Application):
                 conn.close()
 
     def initialize(
-        self, half_life: float, reset_period: float, decay_factor: float, reason: str = ""
+        self,
+        half_life: float,
+        reset_period: float,
+        decay_factor: float,
+        reason: str = "",
+        fairshare_algorithm: str = WEIGHTED_WALK,
     ) -> None:
-        """Record the ledger's first events: the site with its decay settings, the job log."""
-        config = default_config(half_life, reset_period, decay_factor)
+        """Record the ledger's first events: the site with its decay settings and fair-share
+        algorithm, the job log."""
+        config = default_config(half_life, reset_period, decay_factor, fairshare_algorithm)
 
         def first_events(conn: Connection) -> None:
             if log_tables.head_position(conn):

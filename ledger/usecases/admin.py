@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ledger.errors import InvalidValue
+from ledger.state import WEIGHTED_WALK
 from ledger.store import append_only, roles
 from ledger.store.application import Ledger
 from ledger.store.connections import ensure_schema
@@ -30,6 +31,7 @@ def create_ledger(
     group_readable: bool,
     actor: str | None,
     reason: str | None,
+    fairshare_algorithm: str = WEIGHTED_WALK,
 ) -> str:
     """A new, empty ledger at the session's store; returns how the store describes itself."""
     if not 0.0 < decay_factor < 1.0:
@@ -47,6 +49,7 @@ def create_ledger(
         now=session.now,
         actor=actor or session.actor,
         reason=reason or "",
+        fairshare_algorithm=fairshare_algorithm,
     )
     return session.store.describe()
 

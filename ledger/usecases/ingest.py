@@ -169,7 +169,7 @@ def _validate_to_spool(
     ones as primitive records (charged with the weights in force), so that recording needs no
     second validation. Returns the bad lines and the number of lines read."""
     # Imported here: pydantic's model build is the costliest import, and only ingest needs it.
-    from ledger.ingest import check_no_bad_lines, parse_lines, to_record, weights
+    from ledger.ingest import check_no_bad_lines, job_billing, parse_lines, to_record, weights
 
     node_w, core_w, gpu_w = weights(state)
     latest = bounds.latest_time(real_now())
@@ -184,7 +184,10 @@ def _validate_to_spool(
             if parsed.bad and not skip_invalid:
                 check_no_bad_lines(parsed, shown)
             bad.extend(parsed.bad)
-            records = [to_record(job, node_w, core_w, gpu_w) for job in parsed.records]
+            records = [
+                to_record(job, node_w, core_w, gpu_w, job_billing(job, state))
+                for job in parsed.records
+            ]
             records = [mark(r) if mark else r for r in records]
             charged.add(records)
             write_chunk(spool, records)

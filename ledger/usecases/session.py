@@ -19,6 +19,7 @@ from ledger.clock import (
 )
 from ledger.errors import LedgerMissing
 from ledger.site import Site, Stamp
+from ledger.state import WEIGHTED_WALK
 from ledger.store.application import Ledger
 from ledger.store.connections import DEFAULT_URL, Connection, StoreConfig, parse_store_url
 from projections.queries import as_of as as_of_view
@@ -136,13 +137,20 @@ class Session:
         now: float | None,
         actor: str,
         reason: str,
+        fairshare_algorithm: str = WEIGHTED_WALK,
     ) -> Ledger:
         """A new ledger at this session's store, its first events projected as they land."""
         Ledger.make_tables(self.store, self.conn if self.store.is_postgres else None)
         ledger = Ledger(self.store, now=now, actor=actor, conn=self.conn)
         runner.attach(ledger)
         runner.prepare(self.conn, ledger)
-        ledger.initialize(half_life, reset_period, decay_factor, reason=reason)
+        ledger.initialize(
+            half_life,
+            reset_period,
+            decay_factor,
+            reason=reason,
+            fairshare_algorithm=fairshare_algorithm,
+        )
         self._ledger = ledger
         return ledger
 

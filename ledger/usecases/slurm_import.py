@@ -1,6 +1,9 @@
 """import-slurm: a Slurm site's tree from `sacctmgr dump` (and, with `--usage`, the usage
 `sshare` reports) recorded as ordinary Site events in one transaction.
 
+* A ledger still on the weighted walk is switched to Fair Tree first (Slurm's default
+  algorithm; its trees hold users beside sub-accounts, which the weighted walk refuses); a
+  ledger already on fair-tree or classic keeps its algorithm.
 * The Cluster line is the root bank `root` (Slurm's root association), with its Fairshare.
 * Accounts become banks under their Parent with their Fairshare, in the file's order (a parent
   comes before its children); users become associations (user, account) with their
@@ -32,6 +35,7 @@ from ledger.site import Site, Stamp
 from ledger.slurm.dump import DumpUser, SlurmDump, parse_dump
 from ledger.slurm.sshare import SshareRow, parse_sshare
 from ledger.slurm_shares import PARENT, ROOT
+from ledger.state import ALGORITHM_KEY, FAIR_TREE, WEIGHTED_WALK
 from ledger.usecases.session import Session
 from ledger.usecases.users import host_userid
 
@@ -83,6 +87,7 @@ class _Applied:
     associations: int = 0
     default_banks: int = 0
     balance: list[list[Any]] = field(default_factory=list)
+    algorithm: list[str] | None = None  # [old, new] when the import chose Fair Tree
     problems: list[str] = field(default_factory=list)
 
 
@@ -232,6 +237,12 @@ def _apply(
         where = {**stamp.source, "line": line}
         return Stamp(at=stamp.at, actor=stamp.actor, reason=stamp.reason, source=where)
 
+    if state.fairshare_algorithm == WEIGHTED_WALK:
+        # A Slurm site ranks by Fair Tree unless its slurm.conf says NO_FAIR_TREE (the default
+        # since 19.05), and its trees put users beside sub-accounts, which the weighted walk
+        # refuses; recorded first, in the same transaction, so history shows the switch.
+        site.edit_config(at_line(0), [(ALGORITHM_KEY, FAIR_TREE)])
+        applied.algorithm = [WEIGHTED_WALK, FAIR_TREE]
     site.add_bank(at_line(0), ROOT_BANK, dump.root_shares, "", None)
     applied.banks += 1
     refused: set[str] = set()  # banks not added: their lines below are not blamed again
@@ -340,6 +351,7 @@ def _report(source: SlurmSource, applied: _Applied, seconds: float) -> dict[str,
         "banks": applied.banks,
         "associations": applied.associations,
         "default_banks": applied.default_banks,
+        "fairshare_algorithm": applied.algorithm,
         "balance": {
             "file": source.usage_path,
             "associations": len(applied.balance),

@@ -6,9 +6,18 @@ import json
 from typing import Any
 
 from ledger.errors import NotFound
-from ledger.state import CONFIG_DEFAULTS, EDITABLE_CONFIG_KEYS, FACTOR_DEFAULTS
+from ledger.state import (
+    CONFIG_DEFAULTS,
+    EDITABLE_CONFIG_KEYS,
+    FACTOR_DEFAULTS,
+    RESET_PERIOD_KEY,
+    USAGE_MODEL_KEY,
+    periods_half_life,
+    reset_period_seconds,
+    usage_model_of,
+)
 from ledger.store.connections import Connection
-from ledger.usage import DEFAULT_HALF_LIFE, DEFAULT_RESET_PERIOD, UsageParams, bin_count
+from ledger.usage import DEFAULT_RESET_PERIOD, UsageParams, bin_count
 from projections.writers.schema import (
     ASSOCIATION_COLUMNS,
     BANK_COLUMNS,
@@ -19,6 +28,7 @@ from projections.writers.schema import (
 )
 
 Row = dict[str, Any]
+BILLING_WEIGHTS = "billing_weights"  # queue_table's column beyond flux-accounting's
 
 
 def _select(columns: list[str], table: str) -> str:
@@ -102,10 +112,17 @@ def queues(conn: Connection) -> list[Row]:
 
 
 def queue(conn: Connection, name: str) -> Row:
-    rows = conn.query(_select(QUEUE_COLUMNS, "queue_table") + " WHERE queue = ?", (name,))
+    """flux-accounting's row, with the queue's billing_weights when it has some (a Slurm
+    partition's TRESBillingWeights): a Flux site's view-queue prints what it always did."""
+    rows = conn.query(
+        _select([*QUEUE_COLUMNS, BILLING_WEIGHTS], "queue_table") + " WHERE queue = ?", (name,)
+    )
     if not rows:
         raise NotFound(f"queue {name} not found in queue_table")
-    return rows[0]
+    row = rows[0]
+    if not row[BILLING_WEIGHTS]:
+        del row[BILLING_WEIGHTS]
+    return row
 
 
 def projects(conn: Connection) -> list[Row]:
@@ -139,8 +156,10 @@ def configs(conn: Connection, in_force: bool = False) -> list[Row]:
     yet recorded, at their defaults. export-db and the plugin's config carry what was recorded."""
     rows = conn.query(_select(CONFIG_COLUMNS, "config_table"))
     if in_force:
-        recorded = {r["key"] for r in rows}
+        recorded = {r["key"]: r["value"] for r in rows}
         rows += [{"key": k, "value": v} for k, v in CONFIG_DEFAULTS.items() if k not in recorded]
+        if USAGE_MODEL_KEY not in recorded:  # follows the algorithm until set
+            rows.append({"key": USAGE_MODEL_KEY, "value": usage_model_of(recorded)})
     order = list(EDITABLE_CONFIG_KEYS)
     return sorted(rows, key=lambda r: order.index(r["key"]) if r["key"] in order else 99)
 
@@ -149,6 +168,8 @@ def config(conn: Connection, key: str) -> Row:
     rows = conn.query(_select(CONFIG_COLUMNS, "config_table") + " WHERE key = ?", (key,))
     if not rows and key in CONFIG_DEFAULTS:
         return {"key": key, "value": CONFIG_DEFAULTS[key]}  # in force, not yet recorded
+    if not rows and key == USAGE_MODEL_KEY:
+        return {"key": key, "value": usage_model_of({r["key"]: r["value"] for r in configs(conn)})}
     if not rows:
         raise NotFound(f"key {key} not found in config_table")
     return rows[0]
@@ -185,7 +206,9 @@ def _past_periods(conn: Connection) -> int:
     values = {r["key"]: r["value"] for r in configs(conn)}
     params = UsageParams(
         epoch=0.0,
-        half_life=float(values.get("priority_decay_half_life", DEFAULT_HALF_LIFE)),
-        reset_period=float(values.get("priority_usage_reset_period", DEFAULT_RESET_PERIOD)),
+        half_life=periods_half_life(values),
+        reset_period=reset_period_seconds(values)
+        if RESET_PERIOD_KEY in values
+        else DEFAULT_RESET_PERIOD,
     )
     return bin_count(params)

@@ -14,7 +14,7 @@ from ledger.flux_accounting.tables import (
     QUEUE_COLUMNS,
 )
 
-READ_MODEL_VERSION = 8  # 8: a bank keeps the cutoff clear-usage sets
+READ_MODEL_VERSION = 9  # 9: a queue's billing_weights
 
 TABLES: dict[str, str] = {
     "projection_tracking": """
@@ -69,7 +69,8 @@ TABLES: dict[str, str] = {
             max_sched_nodes_per_assoc BIGINT NOT NULL,
             max_sched_cores_per_assoc BIGINT NOT NULL,
             max_nodes BIGINT NOT NULL,
-            max_cores BIGINT NOT NULL
+            max_cores BIGINT NOT NULL,
+            billing_weights TEXT NOT NULL DEFAULT ''
         )""",
     "project_table": """
         CREATE TABLE IF NOT EXISTS project_table (

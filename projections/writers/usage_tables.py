@@ -25,14 +25,18 @@ from ledger.fairshare_in_force import shown_after_walk
 from ledger.site_usage import (
     AssociationUsage,
     AssocKey,
+    BalanceEntry,
+    JobSpan,
     PeriodTotal,
     association_usage,
     bank_usage,
+    continuous_usage,
+    record_billing,
     site_ranking,
     usage_params,
     window,
 )
-from ledger.state import Association, SiteState
+from ledger.state import CONTINUOUS, Association, SiteState
 from ledger.store.connections import Connection
 from ledger.usage import UsageParams, period_of, period_start
 
@@ -59,6 +63,7 @@ TABLES: dict[str, str] = {
             position BIGINT NOT NULL,
             extra TEXT,
             in_balance INTEGER NOT NULL DEFAULT 0,
+            billing DOUBLE PRECISION NOT NULL DEFAULT 0,
             PRIMARY KEY (cluster, id)
         )""",
     "period_totals": """
@@ -102,8 +107,8 @@ INDEXES = [
 _INSERT_JOB = """
     INSERT INTO jobs (cluster, id, userid, username, bank, queue, project, t_submit, t_run,
                       t_inactive, nnodes, ncores, ngpus, urgency, charge, charge_units, period,
-                      position, extra, in_balance)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                      position, extra, in_balance, billing)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
     ON CONFLICT (cluster, id) DO NOTHING"""
 
 # Only rows this event inserted carry its position: a job already present (which the ingest's
@@ -144,6 +149,7 @@ JOB_COLUMNS = (
     "position",
     "extra",
     "in_balance",
+    "billing",
 )  # the order of _INSERT_JOB's values
 
 
@@ -170,6 +176,7 @@ def job_row(r: dict[str, Any], params: UsageParams, position: int) -> tuple[Any,
         position,
         json.dumps(r["extra"]) if r.get("extra") else None,
         1 if r.get("in_balance") else 0,
+        record_billing(r),
     )
 
 
@@ -424,7 +431,9 @@ def usage_at(
 ) -> dict[tuple[str, str], AssociationUsage]:
     """Every association's usage at `at`: from the running totals, or, for an as-of query,
     from the jobs recorded up to `max_position` (`periods_current`: jobs.period was cut with
-    the half-life of `state`)."""
+    the half-life of `state`). Under the continuous model, from the jobs' times and billing."""
+    if state.usage_model == CONTINUOUS:
+        return continuous_usage_at(conn, state, at, max_position)
     first, last = window(state, at)
     if max_position is None and periods_current:
         totals = _as_totals(
@@ -442,6 +451,33 @@ def usage_at(
         conn, state, state.all_associations(), first, last, max_position, periods_current
     )
     return association_usage(state, totals, at, cleared)
+
+
+def continuous_usage_at(
+    conn: Connection, state: SiteState, at: float, max_position: int | None = None
+) -> dict[AssocKey, AssociationUsage]:
+    """ledger.site_usage.continuous_usage over the jobs and opening balances recorded up to
+    `max_position` (all when None). A job whose charge an opening balance already holds
+    (`in_balance`) is left out, as under the periods model."""
+    upto = "" if max_position is None else " AND position <= ?"
+    args: tuple[Any, ...] = (at,) if max_position is None else (at, max_position)
+    jobs = [
+        JobSpan(r["userid"], r["username"], r["bank"], r["billing"], r["t_run"], r["t_inactive"])
+        for r in conn.query(
+            "SELECT userid, username, bank, billing, t_run, t_inactive FROM jobs "
+            f"WHERE in_balance = 0 AND t_run < ?{upto}",
+            args,
+        )
+    ]
+    where = "" if max_position is None else " WHERE position <= ?"
+    balances = [
+        BalanceEntry(r["username"], r["bank"], float(r["at"]), r["charge_units"] / CHARGE_UNITS)
+        for r in conn.query(
+            f"SELECT username, bank, at, charge_units FROM usage_balance{where}",
+            () if max_position is None else (max_position,),
+        )
+    ]
+    return continuous_usage(state, jobs, balances, at)
 
 
 def _cleared_totals(
@@ -476,6 +512,8 @@ def association_usage_at(
 ) -> AssociationUsage:
     """usage_at(...)[key], reading only the jobs that can belong to that association (its
     user's, by name or userid) instead of the whole site's totals."""
+    if state.usage_model == CONTINUOUS:
+        return continuous_usage_at(conn, state, at, max_position)[key]
     userids = tuple(sorted({a.userid for a in state.associations.get(key[0], {}).values()}))
     who = Who(key[0], userids)
     first, last = window(state, at)

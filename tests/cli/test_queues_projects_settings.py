@@ -103,7 +103,12 @@ def test_config(ledger_store: Store) -> None:
         {"key": "core_weight", "value": "0.0"},
         {"key": "gpu_weight", "value": "0.0"},
         {"key": "deny_unknown_queues", "value": "false"},
-        {"key": "timezone", "value": "UTC"},  # fairledger's own, in force until edited
+        # fairledger's own, in force until edited (usage_model follows the algorithm)
+        {"key": "usage_model", "value": "periods"},
+        {"key": "fairshare_algorithm", "value": "weighted-walk"},
+        {"key": "fairshare_dampening_factor", "value": "1"},
+        {"key": "priority_flags", "value": ""},
+        {"key": "timezone", "value": "UTC"},
     ]
     ledger_store.run(
         "edit-config", "core_weight=2", "priority_decay_half_life=2w", "deny_unknown_queues=TRUE"

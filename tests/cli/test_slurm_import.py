@@ -21,8 +21,8 @@ from ledger.slurm_shares import PARENT
 from tests.conftest import DATA, T0, Store
 
 SLURM = DATA / "slurm"
-# Today the Site refuses an association in a bank that holds sub-banks (ledger/site.py
-# add_user), which Slurm allows and test24.4 and test_130_2 need.
+# The weighted walk refuses an association in a bank that holds sub-banks; Slurm allows it and
+# test24.4 and test_130_2 need it, so import-slurm switches such a ledger to Fair Tree.
 MIXED = "associations cannot be added to the same parent bank as a sub-bank"
 
 
@@ -98,6 +98,7 @@ def test_the_text_report(ledger_store: Store) -> None:
     assert out[0].startswith(f"imported cluster test24 from {SLURM / 'test24_1.cfg'} (sha256 ")
     assert out[1:] == [
         "banks 8, associations 6, default banks set 0",
+        "fairshare_algorithm weighted-walk -> fair-tree (Slurm's default)",
         f"opening balance from {SLURM / 'test24_1.sshare'}: 4 associations, raw usage 100",
         "ignored:",
         "  fields: Description, Organization",
@@ -130,8 +131,6 @@ def test_the_vectors_trees_and_usage_come_over(ledger_store: Store, name: str) -
         str(SLURM / f"{name}.sshare"),
         expect=None,
     )
-    if result.exit_code == 1 and MIXED in result.stderr and name != "test24_1":
-        pytest.xfail(f"the Site refuses users beside sub-banks ({MIXED})")
     assert result.exit_code == 0, result.stderr
     ledger_store.run("update-usage")
     expected_banks = {"root": ("", 1)}
@@ -168,23 +167,58 @@ def test_test24_1s_tree_as_view_bank_shows_it(ledger_store: Store) -> None:
     )
 
 
-def test_users_beside_sub_accounts_are_refused_today_and_nothing_is_written(
-    ledger_store: Store,
+def test_a_weighted_walk_ledger_becomes_a_fair_tree_site(ledger_store: Store) -> None:
+    """The dump's users beside sub-accounts (test_130_2's accounth) need an algorithm that
+    allows them: the import records the switch first, and history shows it."""
+    report = json.loads(imported(ledger_store, "test_130_2.cfg", None, "--json").stdout)
+    assert report["fairshare_algorithm"] == ["weighted-walk", "fair-tree"]
+    assert ledger_store.run("view-config", "fairshare_algorithm").stdout.strip().endswith(
+        "fair-tree"
+    )
+    history = ledger_store.run("history", "--config").stdout
+    assert "fairshare_algorithm" in history and "fair-tree" in history
+    # Switching back to the weighted walk is refused while users sit beside sub-banks.
+    back = ledger_store.run("edit-config", "fairshare_algorithm=weighted-walk", expect=1)
+    assert back.stderr.startswith("fairledger: ") and back.stderr.count("\n") == 1
+
+
+def test_a_classic_ledger_keeps_its_algorithm(store: Store) -> None:
+    store.run("create-db", "--fairshare-algorithm", "classic")
+    report = json.loads(imported(store, "test_130_2.cfg", None, "--json").stdout)
+    assert report["fairshare_algorithm"] is None
+    assert store.run("view-config", "fairshare_algorithm").stdout.strip().endswith("classic")
+
+
+# Slurm's own algorithm for each vector (research §8): test24.1 and test_130_2 are classic,
+# test24.4 Fair Tree.
+VECTOR_ALGORITHMS = {"test24_1": "classic", "test24_4": "fair-tree", "test_130_2": "classic"}
+
+
+@pytest.mark.parametrize("name", sorted(VECTOR_ALGORITHMS))
+def test_the_vectors_row_for_row_through_import_update_fshare_and_sshare(
+    store: Store, name: str
 ) -> None:
-    position = ledger_store.log_position()
-    result = ledger_store.run(
-        "import-slurm",
-        str(SLURM / "test_130_2.cfg"),
-        "--usage",
-        str(SLURM / "test_130_2.sshare"),
-        expect=1,
-    )
-    assert result.stderr == (
-        f"fairledger: dump line 28: user UHRA1 in account accounth: {MIXED}: accounth\n"
-        f"dump line 29: user UHRA2 in account accounth: {MIXED}: accounth\n"
-        f"dump line 30: user UHRA3 in account accounth: {MIXED}: accounth\n"
-    )
-    assert ledger_store.log_position() == position
+    """The issue's path end to end: import-slurm of the dump and its sshare usage, update-fshare,
+    then sshare -a -l -P gives Slurm's rows (accounts lower-cased, as sacctmgr stores them)."""
+    data = vector(name)
+    store.run("create-db", "--fairshare-algorithm", VECTOR_ALGORITHMS[name])
+    imported(store, f"{name}.cfg", f"{name}.sshare")
+    store.run("update-fshare")
+    lines = store.run("sshare", "-a", "-l", "-P").stdout.splitlines()
+    assert lines[0] == "|".join(data["columns"])
+    rows = {}
+    for line in lines[1:]:
+        fields = line.strip().split("|")
+        rows[(fields[0], fields[1])] = line.strip()
+    assert len(rows) == len(lines) - 1  # no (account, user) twice
+    for expected in data["expected"]:
+        fields = expected.split("|")
+        fields[0] = fields[0].lower()
+        wanted = "|".join(fields).removesuffix("|")
+        # test24.1's expected lines stop after FairShare (its test matched a prefix)
+        assert rows[(fields[0], fields[1])].startswith(wanted), (expected, rows)
+    if name == "test24_4":  # the one vector that lists every row, accounts too
+        assert len(rows) == len(data["expected"])
 
 
 def test_a_malformed_dump_is_one_line_per_bad_line_and_nothing_is_written(
