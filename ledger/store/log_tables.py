@@ -16,13 +16,14 @@ the others' committed events, and timestamps never decrease along the log.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
-
-from eventsourcing.persistence import StoredEvent
 
 from ledger.chain import GENESIS, link
 from ledger.store.connections import Connection
+
+if TYPE_CHECKING:  # imported where an event is built: a read's start-up needs none
+    from eventsourcing.persistence import StoredEvent
 
 EVENT_HASHES = "event_hashes"
 JOB_KEYS = "job_keys"
@@ -125,6 +126,8 @@ def newest_event(conn: Connection) -> StoredEvent | None:
     if row is None:
         return None
     originator, version, topic, state = row
+    from eventsourcing.persistence import StoredEvent
+
     return StoredEvent(
         originator_id=originator if isinstance(originator, UUID) else UUID(str(originator)),
         originator_version=int(version),
