@@ -33,6 +33,11 @@ INDEX: dict[str, tuple[str, str]] = {
         "Stop counting the past jobs of every association under BANK (recursively).",
     ),
     "create-db": ("admin", "Create a new, empty ledger at --db."),
+    "cron": (
+        "cron",
+        "Ingest new jobs, update usage and fair-share, and write the scheduler's config: ingest, "
+        "update-usage, update-fshare and export-json in one process.",
+    ),
     "delete-bank": (
         "banks",
         "Deactivate BANK, its sub-banks and their associations (or remove them with --force).",
