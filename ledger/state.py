@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from ledger.limits import UNLIMITED
+from ledger.limit_fields import UNLIMITED
 
 # Defaults of flux-accounting's association_table and queue_table (research §2).
 ASSOCIATION_DEFAULTS: dict[str, Any] = {

@@ -19,7 +19,6 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
-from ledger.chain import GENESIS, link
 from ledger.store.connections import Connection
 
 if TYPE_CHECKING:  # imported where an event is built: a read's start-up needs none
@@ -184,6 +183,8 @@ def _bytes(state: Any) -> bytes:
 
 
 def chain_head(conn: Connection) -> tuple[int, str]:
+    from ledger.chain import GENESIS  # with hashlib, only where the chain is read or extended
+
     rows = conn.query(f"SELECT position, link FROM {EVENT_HASHES} ORDER BY position DESC LIMIT 1")
     return (int(rows[0]["position"]), str(rows[0]["link"])) if rows else (0, GENESIS)
 
@@ -191,6 +192,8 @@ def chain_head(conn: Connection) -> tuple[int, str]:
 def extend_chain(conn: Connection) -> tuple[int, str]:
     """Link every event after the chain's head (this transaction's, and those of a ledger
     written before the chain existed); the new head."""
+    from ledger.chain import link
+
     head, previous = chain_head(conn)
     rows = []
     for position, originator, version, topic, state in stored_after(conn, head):
