@@ -106,6 +106,7 @@ def _pattern(chars: str) -> re.Pattern[str]:
     paid at every start-up otherwise, and ASCII text never needs it (has_control)."""
     return re.compile(chars)
 
+
 EXTRA_DEPTH_MAX = 32  # nesting of a job record's unknown fields
 
 
