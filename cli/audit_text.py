@@ -13,7 +13,7 @@ from cli.output import UNLIMITED_TEXT
 from ledger.bounds import printable
 from ledger.clock import iso
 from ledger.fairshare import FAIRSHARE_DECIMALS
-from ledger.limits import is_unlimited
+from ledger.limit_fields import is_unlimited
 from ledger.site import ON_BEHALF_OF
 from ledger.state import ASSOCIATION_DEFAULTS, QUEUE_DEFAULTS
 from projections.queries.diff import SECTIONS, Diff, Row, Section

@@ -49,10 +49,15 @@ def ingest(
 ) -> None:
     """Record completed jobs, exactly once per (cluster, job id)."""
     s = session(ctx)
-    lines = _stdin_lines() if fmt in TEXT_FORMATS and source == "-" else input_lines(source, fmt)
+    lines = source_lines(source, fmt)
     with shown_notes(f"{source}: ") as notes:
         result = ingest_jobs(s, lines, source, fmt, skip_invalid, actor, reason, notes)
     summary(result)
+
+
+def source_lines(source: str, fmt: str) -> Iterator[Any]:
+    """The input FILE|- of ingest and cron --ingest, in format `fmt`."""
+    return _stdin_lines() if fmt in TEXT_FORMATS and source == "-" else input_lines(source, fmt)
 
 
 def _stdin_lines() -> Iterator[str]:

@@ -1,43 +1,45 @@
-"""The `fairledger` command group: global options, error handling and command registration."""
+"""The `fairledger` command group: global options, error handling and command registration.
+
+Start-up is part of every cron run and every scheduler call: this module imports nothing heavy,
+and a command's module (with the ledger, the store and the projections it needs) is imported
+only when that command runs (cli/commands.py names them)."""
 
 from __future__ import annotations
 
+from importlib import import_module
 from typing import Any
 
 import click
 
-from cli import (
-    admin,
-    audit,
-    bank_info,
-    banks,
-    demo,
-    fairshare_emulate,
-    fetch,
-    jobs,
-    live_jobs,
-    maintenance,
-    migrate,
-    priority,
-    projects,
-    queues,
-    reports,
-    settings,
-    show_usage,
-    slurm,
-    sshare,
-    usage,
-    users,
-)
+from cli.commands import INDEX
 from cli.option_prefixes import PrefixGroup
-from cli.session import Session, warn
 from ledger.bounds import printable, printable_lines
-from ledger.clock import parse_time_spec
 from ledger.errors import LedgerError, OutOfRange
 
 
 class LedgerGroup(PrefixGroup):
-    """Turns a broken ledger rule into one line on stderr and exit 1 (usage errors stay exit 2)."""
+    """Turns a broken ledger rule into one line on stderr and exit 1 (usage errors stay exit 2).
+    Its commands are loaded when named (cli/commands.py lists them and their help lines)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(INDEX)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in INDEX:
+            return None
+        module = import_module(f"cli.{INDEX[cmd_name][0]}")
+        return next(c for c in module.COMMANDS if c.name == cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """click's listing, from the table's lines instead of imported commands: a stand-in
+        command with the same first sentence shortens to the same width as the real one."""
+        limit = formatter.width - 6 - max(len(name) for name in INDEX)
+        rows = [
+            (name, click.Command(name, help=text).get_short_help_str(limit))
+            for name, (_module, text) in sorted(INDEX.items())
+        ]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -128,6 +130,9 @@ def cli(ctx: click.Context, db: str | None, now: str | None) -> None:
 
     Every change is an event with who, when and why; every table is rebuilt from them.
     """
+    from cli.session import Session, warn
+    from ledger.clock import parse_time_spec
+
     ctx.obj = Session(db, None, warn=warn)  # a bad --db is one line and exit 1 (LedgerGroup.invoke)
     ctx.call_on_close(ctx.obj.close)
     try:
@@ -137,33 +142,6 @@ def cli(ctx: click.Context, db: str | None, now: str | None) -> None:
         raise
     except LedgerError as err:
         raise click.BadParameter(str(err)) from None
-
-
-for module in (
-    admin,
-    banks,
-    users,
-    queues,
-    projects,
-    settings,
-    jobs,
-    usage,
-    maintenance,
-    priority,
-    fetch,
-    migrate,
-    audit,
-    reports,
-    demo,
-    bank_info,
-    show_usage,
-    fairshare_emulate,
-    live_jobs,
-    slurm,
-    sshare,
-):
-    for command in module.COMMANDS:
-        cli.add_command(command)
 
 
 def main() -> None:

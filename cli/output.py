@@ -14,9 +14,9 @@ import click
 
 from ledger.bounds import printable
 from ledger.errors import InvalidValue, NotFound
-from ledger.limits import is_unlimited
+from ledger.limit_fields import is_unlimited
 
-UNLIMITED_TEXT = "unlimited"  # how a limit at ledger.limits.UNLIMITED is shown and exported
+UNLIMITED_TEXT = "unlimited"  # how a limit at ledger.limit_fields.UNLIMITED is shown and exported
 # flux-accounting refuses an empty result rather than printing nothing; scripts test for it.
 NO_RESULTS = "no results found in query"
 

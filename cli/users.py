@@ -11,7 +11,7 @@ from cli.params import LIMIT, AsOf, as_of_option
 from cli.session import change_options, session
 from ledger.bounds import printable
 from ledger.errors import InvalidValue
-from ledger.limits import ASSOCIATION_LIMIT_FIELDS
+from ledger.limit_fields import ASSOCIATION_LIMIT_FIELDS
 from ledger.usecases import users
 from projections.queries import site as queries
 from projections.writers.schema import ASSOCIATION_COLUMNS

@@ -55,6 +55,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
+from functools import cache
 from typing import Any
 
 from ledger.errors import InvalidValue, OutOfRange
@@ -95,10 +96,17 @@ NAME_MAX_LENGTH = 255
 TEXT_MAX_LENGTH = 4096  # --reason, --actor
 # C0 (NUL, newline, ESC, ...), DEL and C1; line and paragraph separators; bidirectional
 # embeddings, overrides and isolates; lone surrogates (UTF-8 cannot encode them).
-_REFUSED_CHARS = re.compile(
-    "[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
-)
-_NUL_OR_SURROGATE = re.compile("[\x00\ud800-\udfff]")
+_REFUSED = "[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+_NUL_OR_SURROGATE = "[\x00\ud800-\udfff]"
+
+
+@cache
+def _pattern(chars: str) -> re.Pattern[str]:
+    """Compiled when first needed: a class spanning the surrogates takes milliseconds to compile,
+    paid at every start-up otherwise, and ASCII text never needs it (has_control)."""
+    return re.compile(chars)
+
+
 EXTRA_DEPTH_MAX = 32  # nesting of a job record's unknown fields
 
 
@@ -194,7 +202,9 @@ def check_decay(half_life: float, reset_period: float, decay_factor: float) -> N
 
 # --- text ----------------------------------------------------------------------------------------
 def has_control(text: str) -> bool:
-    return _REFUSED_CHARS.search(text) is not None
+    if text.isascii():  # the refused ASCII characters are exactly those not printable
+        return not text.isprintable()
+    return _pattern(_REFUSED).search(text) is not None
 
 
 def check_name(kind: str, name: Any) -> str:
@@ -225,7 +235,7 @@ def printable(text: str) -> str:
     so text recorded before these checks cannot drive the terminal or forge a line."""
     if not has_control(text):
         return text
-    return _REFUSED_CHARS.sub(_escape, text)
+    return _pattern(_REFUSED).sub(_escape, text)
 
 
 def printable_lines(text: str) -> str:
@@ -273,5 +283,5 @@ def check_json_value(field: str, value: Any) -> None:
 
 
 def _check_json_string(where: str, text: str) -> None:
-    if _NUL_OR_SURROGATE.search(text):
+    if _pattern(_NUL_OR_SURROGATE).search(text):
         raise InvalidValue(f"{where}: {printable(repr(text[:40]))} holds NUL or a lone surrogate")

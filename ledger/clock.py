@@ -26,11 +26,14 @@ import warnings
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from functools import cache
-from zoneinfo import ZoneInfo, available_timezones
+from typing import TYPE_CHECKING
 
 from ledger import bounds
 from ledger.durations import parse_duration
 from ledger.errors import InvalidValue, OutOfRange
+
+if TYPE_CHECKING:  # the tz database is read when a zone is named, not at every start-up
+    from zoneinfo import ZoneInfo
 
 # Epoch seconds of 1e11 are in the year 5138; epoch milliseconds of today are ~1.7e12. A number
 # this large was meant as milliseconds (JavaScript's Date.now(), Java's currentTimeMillis()).
@@ -240,6 +243,8 @@ def zone_named(name: str) -> ZoneInfo:
             f"invalid timezone: {bounds.printable(repr(name))} (an IANA zone name such as UTC "
             "or Europe/Berlin)"
         )
+    from zoneinfo import ZoneInfo
+
     return ZoneInfo(name)
 
 
@@ -247,6 +252,8 @@ def zone_named(name: str) -> ZoneInfo:
 def _zone_names() -> frozenset[str]:
     # The zones the tz database lists, but not `localtime` (a system's link to its own zone):
     # a ledger's times must not change meaning with the machine that reads them.
+    from zoneinfo import available_timezones
+
     return frozenset(available_timezones()) - {"localtime"}
 
 

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from ledger.fairshare import Ranking
-from ledger.site_usage import AssocKey
-from ledger.state import SiteState
+if TYPE_CHECKING:  # annotations only: the read models' schema imports this module's constant
+    from ledger.fairshare import Ranking
+    from ledger.site_usage import AssocKey
+    from ledger.state import SiteState
 
 NEW_ASSOCIATION_FAIRSHARE = 0.5  # flux-accounting's association_table default: no walk yet
 

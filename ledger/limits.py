@@ -13,27 +13,11 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ledger.bounds import INT32_MAX
-
-# flux-accounting's "unlimited": the default of node, core and sched limits, printed as
-# "unlimited". It is the largest value its INTEGER columns and the plugin's fields hold.
-UNLIMITED = INT32_MAX
-
-
-def is_unlimited(value: object) -> bool:
-    """Whether a stored limit reads "unlimited" (an int, never a float or a bool that equals it)."""
-    return type(value) is int and value == UNLIMITED
-
-
-# An association's limits, in flux-accounting's column order: edit-user takes -1 or
-# "unlimited" for each, and the tables, filters and diffs carry them in this order.
-ASSOCIATION_LIMIT_FIELDS = (
-    "max_running_jobs",
-    "max_active_jobs",
-    "max_nodes",
-    "max_cores",
-    "max_sched_jobs",
-)
+# Named in ledger/limit_fields.py, which a read imports without the checks below; re-exported
+# (`as`), as the checks' callers and the Site import them from here.
+from ledger.limit_fields import ASSOCIATION_LIMIT_FIELDS as ASSOCIATION_LIMIT_FIELDS
+from ledger.limit_fields import UNLIMITED as UNLIMITED
+from ledger.limit_fields import is_unlimited as is_unlimited
 
 # Reject messages, printf-style and byte for byte as the plugin sends them.
 MSG_UNKNOWN_ASSOCIATION = "cannot find user/bank or user/default bank entry for uid: %i"

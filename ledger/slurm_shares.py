@@ -55,7 +55,7 @@ from ledger.errors import InvalidValue
 PARENT: int = 0x7FFFFFFF
 """Raw shares meaning `Fairshare=parent`: Slurm's SLURMDB_FS_USE_PARENT, as it stores it in
 `shares_raw` (sacctmgr shows it as `parent`). Pass this as an account's or user's shares. Not
-flux-accounting's "unlimited" (ledger.limits.UNLIMITED), though the number is the same."""
+flux-accounting's "unlimited" (ledger.limit_fields.UNLIMITED), though the number is the same."""
 
 NO_VAL: int = 0xFFFFFFFE
 INFINITE: int = 0xFFFFFFFF

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from ledger.limits import UNLIMITED
+from ledger.limit_fields import UNLIMITED
 from ledger.usage import DEFAULT_HALF_LIFE as DEFAULT_PERIODS_HALF_LIFE
 from ledger.usage import DEFAULT_RESET_PERIOD as DEFAULT_PERIODS_RESET
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from ledger.errors import InvalidValue
 from ledger.fairshare_in_force import NEW_ASSOCIATION_FAIRSHARE
-from ledger.limits import UNLIMITED
+from ledger.limit_fields import UNLIMITED
 
 Row = Mapping[str, Any]
 QUEUE_FIELDS = (

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ledger.fairshare_in_force import NEW_ASSOCIATION_FAIRSHARE
-from ledger.limits import ASSOCIATION_LIMIT_FIELDS
+from ledger.limit_fields import ASSOCIATION_LIMIT_FIELDS
 from ledger.state import ASSOCIATION_DEFAULTS, FACTOR_DEFAULTS, QUEUE_DEFAULTS, csv_items
 
 # The layout of flux-accounting's current schema (v38), the columns export-db writes.

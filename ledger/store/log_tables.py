@@ -16,13 +16,13 @@ the others' committed events, and timestamps never decrease along the log.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
-from eventsourcing.persistence import StoredEvent
-
-from ledger.chain import GENESIS, link
 from ledger.store.connections import Connection
+
+if TYPE_CHECKING:  # imported where an event is built: a read's start-up needs none
+    from eventsourcing.persistence import StoredEvent
 
 EVENT_HASHES = "event_hashes"
 JOB_KEYS = "job_keys"
@@ -125,6 +125,8 @@ def newest_event(conn: Connection) -> StoredEvent | None:
     if row is None:
         return None
     originator, version, topic, state = row
+    from eventsourcing.persistence import StoredEvent
+
     return StoredEvent(
         originator_id=originator if isinstance(originator, UUID) else UUID(str(originator)),
         originator_version=int(version),
@@ -181,6 +183,8 @@ def _bytes(state: Any) -> bytes:
 
 
 def chain_head(conn: Connection) -> tuple[int, str]:
+    from ledger.chain import GENESIS  # with hashlib, only where the chain is read or extended
+
     rows = conn.query(f"SELECT position, link FROM {EVENT_HASHES} ORDER BY position DESC LIMIT 1")
     return (int(rows[0]["position"]), str(rows[0]["link"])) if rows else (0, GENESIS)
 
@@ -188,6 +192,8 @@ def chain_head(conn: Connection) -> tuple[int, str]:
 def extend_chain(conn: Connection) -> tuple[int, str]:
     """Link every event after the chain's head (this transaction's, and those of a ledger
     written before the chain existed); the new head."""
+    from ledger.chain import link
+
     head, previous = chain_head(conn)
     rows = []
     for position, originator, version, topic, state in stored_after(conn, head):

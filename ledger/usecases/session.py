@@ -7,7 +7,7 @@ import getpass
 import os
 from collections.abc import Callable
 from datetime import UTC, tzinfo
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ledger.clock import (
     AsOf,
@@ -18,13 +18,23 @@ from ledger.clock import (
     zone_named,
 )
 from ledger.errors import LedgerMissing
-from ledger.site import Site, Stamp
 from ledger.state import WEIGHTED_WALK
-from ledger.store.application import Ledger
-from ledger.store.connections import DEFAULT_URL, Connection, StoreConfig, parse_store_url
-from projections.queries import as_of as as_of_view
+from ledger.store.connections import (
+    DEFAULT_URL,
+    Connection,
+    StoreConfig,
+    event_table_exists,
+    parse_store_url,
+)
 from projections.queries import freshness
-from projections.writers import runner
+
+# The Ledger application, the Site aggregate and the projector are imported where a session
+# first needs them: a read whose read models are current needs none of them, and importing them
+# is most of a small read's start-up.
+if TYPE_CHECKING:
+    from ledger.site import Site, Stamp
+    from ledger.store.application import Ledger
+    from projections.queries import as_of as as_of_view
 
 T = TypeVar("T")
 Warn = Callable[[str], None]
@@ -60,6 +70,9 @@ class Session:
     @property
     def ledger(self) -> Ledger:
         if self._ledger is None:
+            from ledger.store.application import Ledger
+            from projections.writers import runner
+
             # On SQLite opened before our connection exists: connecting would create a missing
             # file, with the umask's mode instead of create-db's 0600. On PostgreSQL the ledger
             # (and the library under it) uses this command's one connection from the start.
@@ -140,6 +153,9 @@ class Session:
         fairshare_algorithm: str = WEIGHTED_WALK,
     ) -> Ledger:
         """A new ledger at this session's store, its first events projected as they land."""
+        from ledger.store.application import Ledger
+        from projections.writers import runner
+
         Ledger.make_tables(self.store, self.conn if self.store.is_postgres else None)
         ledger = Ledger(self.store, now=now, actor=actor, conn=self.conn)
         runner.attach(ledger)
@@ -160,18 +176,41 @@ class Session:
         self._catch_up_for_read()
         if as_of is None:
             return self.conn
+        from projections.queries import as_of as as_of_view
+
         moment = self.moment(as_of)
         self.warn(moment.describe())
         return as_of_view.materialize(self.ledger, self.conn, moment)
 
     def _catch_up_for_read(self) -> None:
+        if self._ledger is None and self._read_models_current():
+            return
         lag = freshness.catch_up_if_allowed(self.ledger, self.conn)
         if lag:
             self.warn(f"fairledger: warning: {lag}")
 
+    def _read_models_current(self) -> bool:
+        """Whether a read may answer without opening the Ledger application: the log is there
+        and guarded (what opening it checks and installs) and the read models reflect all of it
+        in this release's layout. Anything else (no ledger, read models behind or laid out by
+        another release, a --now waiting for the site's zone) takes the full path, which says or
+        does what it must."""
+        from ledger.store import append_only
+
+        if self._requested_now is not None:
+            return False
+        if not self.store.is_postgres and not event_table_exists(self.store):
+            return False  # checked first: connecting would create the SQLite file
+        present = append_only.protect(self.store, self.conn if self.store.is_postgres else None)
+        if append_only.table_names(self.store, ("events",))[0] not in present:
+            return False
+        return freshness.current(self.conn)
+
     def moment(self, as_of: AsOf, option: str = "--as-of") -> as_of_view.Moment:
         """The log position `as_of` means. A moment after the ledger's now is refused: events
         may still be recorded before it, so its answer could still change."""
+        from projections.queries import as_of as as_of_view
+
         self._catch_up_for_read()
         return as_of_view.moment_at(self.conn, self.past(as_of, option))
 

@@ -6,12 +6,14 @@ association)."""
 from __future__ import annotations
 
 import pwd
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ledger.fairshare_in_force import NEW_ASSOCIATION_FAIRSHARE
-from ledger.site import Site, Stamp
 from ledger.usecases.session import Session
 from projections.queries import fairshare_shown
+
+if TYPE_CHECKING:  # the Site is loaded (and imported) by a change: list-users needs none
+    from ledger.site import Site, Stamp
 
 
 def host_userid(username: str) -> int | None:

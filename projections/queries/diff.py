@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ledger.limits import ASSOCIATION_LIMIT_FIELDS
+from ledger.limit_fields import ASSOCIATION_LIMIT_FIELDS
 from ledger.store.connections import Connection
 
 Row = dict[str, Any]

@@ -45,7 +45,10 @@ def leaf_commands(
 ) -> list[tuple[tuple[str, ...], click.Command]]:
     """Every command a user can type, sub-commands of groups (`report ...`) included."""
     found = []
-    for name, command in sorted(group.commands.items()):
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):  # the top group loads its commands when asked
+        command = group.get_command(ctx, name)
+        assert command is not None
         path = (*prefix, name)
         if isinstance(command, click.Group):
             found.extend(leaf_commands(command, path))

@@ -47,3 +47,13 @@ def test_the_readme_by_hand_block_runs_verbatim(tmp_path: Path) -> None:
     assert "add-bank physics: parent_bank root, shares 50" in done.stdout
     assert "(allocation 2026)" in done.stdout
     assert (tmp_path / "site.db").exists()
+
+
+def test_the_readme_names_every_command() -> None:
+    """The command table (or the text around it) names each command, so a new one cannot be
+    left out of it."""
+    from cli.commands import INDEX
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    missing = [n for n in INDEX if f"`{n}" not in readme and f"`fairledger {n}" not in readme]
+    assert missing == []

@@ -205,6 +205,19 @@ def test_a_writer_ingests_and_updates_but_does_not_change_the_site(site: Site) -
                 conn.execute(sql.format(f'"{site.schema}"'))
 
 
+def test_a_writer_runs_the_cron_in_one_process_and_a_reader_may_not(site: Site) -> None:
+    granted(site)
+    before = site.owner.log_position()
+    refused = site.reader.run("cron", "--ingest", "-", input=JOB, now=T0 + 100, expect=1)
+    one_line(refused)
+    assert site.owner.log_position() == before
+    result = site.writer.run("cron", "--ingest", "-", input=JOB, now=T0 + 100)
+    assert result.stdout.splitlines()[0] == "recorded 1, duplicate 0, unmatched 0"
+    history = site.writer.run("history", now=T0 + 100).stdout.splitlines()
+    assert f"  {site.names['writer']}  update-usage" in history[-2]
+    assert f"  {site.names['writer']}  update-fshare" in history[-1]
+
+
 def test_an_admin_changes_the_site_and_is_recorded_as_its_role(site: Site) -> None:
     granted(site)
     admin = site.admin
