@@ -61,6 +61,8 @@ class Step:
     outcome: str  # one of PASSED, NEEDS_FLUX, INTERFACE, DELIBERATE, SKIPPED
     why: str = ""
     output: str = ""
+    # fairledger command lines refused as malformed inside a step counted as needing Flux.
+    hidden: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -121,7 +123,8 @@ def classify(script: str, number: int, title: str, ok: bool, notes: list[tuple[s
         # Whatever its outcome: a step that ran a Flux-only command proves nothing here (a
         # `test_must_fail flux jobtap ...` passes because the shim fails).
         first = next(what for kind, what in notes if kind == shim.KIND_FLUX)
-        return Step(number, title, NEEDS_FLUX, first)
+        hidden = [what for kind, what in notes if kind == shim.KIND_USAGE]
+        return Step(number, title, NEEDS_FLUX, first, hidden=hidden)
     for kind, what in notes:
         if kind in (shim.KIND_TABLES, shim.KIND_NONE):
             # Whatever its outcome: writing flux-accounting's tables into a ledger's file (whose
@@ -273,6 +276,11 @@ def details(results: Sequence[ScriptResult], show_output: bool) -> str:
                 lines.append(f"{tag} {res.name} #{step.number} {step.title}{why}")
                 if show_output and step.outcome == INTERFACE:
                     lines.extend("      " + out for out in step.output.splitlines()[-25:])
+            for refused in step.hidden:
+                lines.append(
+                    f"(b?) {res.name} #{step.number} {step.title}: inside a Flux step, "
+                    f"fairledger refused the command line: {refused}"
+                )
     return "\n".join(lines)
 
 

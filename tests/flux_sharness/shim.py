@@ -26,6 +26,8 @@ NEEDS_FLUX = "flux shim: needs a running Flux:"
 KIND_FLUX = "needs-flux"
 KIND_TABLES = "fa-tables"
 KIND_NONE = "no-equivalent"
+KIND_USAGE = "usage-error"
+USAGE_ERROR = 2  # click's and argparse's exit code for a malformed command line
 # Where a command goes before any database was named; fairledger creates no file there.
 UNNAMED_DB = "fairledger-shim-no-database.db"
 # flux-accounting's executables fairledger deliberately has no counterpart of, and why.
@@ -123,6 +125,15 @@ def take_path_option(args: Sequence[str]) -> tuple[str | None, list[str]]:
 
 
 def _run_fairledger(db_path: str | None, command: list[str]) -> int:
+    code = _fairledger_exit(db_path, command)
+    if code == USAGE_ERROR:
+        # A command line fairledger cannot parse: an interface difference even inside a step
+        # that also needs Flux (whose failure would hide it).
+        note(KIND_USAGE, " ".join(command)[:160])
+    return code
+
+
+def _fairledger_exit(db_path: str | None, command: list[str]) -> int:
     if db_path is None:
         db_path = _remembered()
     if db_path is None:
