@@ -40,6 +40,16 @@ _RAW_ARGS = "fairledger.raw_args"
 class LedgerGroup(PrefixGroup):
     """Turns a broken ledger rule into one line on stderr and exit 1 (usage errors stay exit 2)."""
 
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except ArgparseUsageError:
+            raise
+        except click.UsageError as err:
+            # The group's own options (`--bogus`, `--db` without a value), in the same words.
+            message = argparse_message(err, self, args)
+            raise ArgparseUsageError(message, err.ctx, ctx.command_path) from None
+
     def resolve_command(
         self, ctx: click.Context, args: list[str]
     ) -> tuple[str | None, click.Command | None, list[str]]:
