@@ -123,7 +123,11 @@ def classify(script: str, number: int, title: str, ok: bool, notes: list[tuple[s
         # Whatever its outcome: a step that ran a Flux-only command proves nothing here (a
         # `test_must_fail flux jobtap ...` passes because the shim fails).
         first = next(what for kind, what in notes if kind == shim.KIND_FLUX)
-        hidden = [what for kind, what in notes if kind == shim.KIND_USAGE]
+        hidden = [
+            f"{kind}: {what}"
+            for kind, what in notes
+            if kind in (shim.KIND_USAGE, shim.KIND_REFUSED)
+        ]
         return Step(number, title, NEEDS_FLUX, first, hidden=hidden)
     for kind, what in notes:
         if kind in (shim.KIND_TABLES, shim.KIND_NONE):
@@ -279,7 +283,7 @@ def details(results: Sequence[ScriptResult], show_output: bool) -> str:
             for refused in step.hidden:
                 lines.append(
                     f"(b?) {res.name} #{step.number} {step.title}: inside a Flux step, "
-                    f"fairledger refused the command line: {refused}"
+                    f"fairledger {refused}"
                 )
     return "\n".join(lines)
 

@@ -27,6 +27,7 @@ KIND_FLUX = "needs-flux"
 KIND_TABLES = "fa-tables"
 KIND_NONE = "no-equivalent"
 KIND_USAGE = "usage-error"
+KIND_REFUSED = "refused"
 USAGE_ERROR = 2  # click's and argparse's exit code for a malformed command line
 # Where a command goes before any database was named; fairledger creates no file there.
 UNNAMED_DB = "fairledger-shim-no-database.db"
@@ -130,6 +131,9 @@ def _run_fairledger(db_path: str | None, command: list[str]) -> int:
         # A command line fairledger cannot parse: an interface difference even inside a step
         # that also needs Flux (whose failure would hide it).
         note(KIND_USAGE, " ".join(command)[:160])
+    elif code != 0:
+        # A refusal: meant (test_must_fail) or not, which only a reader of the step can tell.
+        note(KIND_REFUSED, " ".join(command)[:160])
     return code
 
 
