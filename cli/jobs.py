@@ -109,19 +109,22 @@ def default_job_format(rows: list[dict[str, Any]]) -> str:
 
 
 def _duration_filter(exprs: tuple[str, ...], name: str) -> list[Comparison]:
+    """`<op> <number>` expressions, refused in flux-accounting's words and in its order (the
+    count of parts, then the operator, then the number): its tests and admins grep them."""
     out = []
     for expr in exprs:
         parts = expr.split()
-        if len(parts) != 2 or parts[0] not in ("<", "<=", "=", ">=", ">"):
-            raise click.BadParameter(
-                f"{expr!r}: use '<op> <number>' with op one of <, <=, =, >=, >", param_hint=name
-            )
-        try:
-            out.append((parts[0], float(parts[1])))
-        except ValueError:
-            raise click.BadParameter(
-                f"{expr!r}: {parts[1]!r} is not a number", param_hint=name
-            ) from None
+        if len(parts) != 2:
+            refusal = "expression expects one operator and one value"
+        elif parts[0] not in ("<", "<=", "=", ">=", ">"):
+            refusal = "expression must start with <, <=, =, >=, or >"
+        else:
+            try:
+                out.append((parts[0], float(parts[1])))
+                continue
+            except ValueError:
+                refusal = "expression expects to be compared with a number"
+        raise click.BadParameter(f"{expr!r}: {refusal}", param_hint=name)
     return out
 
 

@@ -13,8 +13,11 @@ import click
 
 from cli.commands import INDEX
 from cli.option_prefixes import PrefixGroup
+from cli.usage_errors import ArgparseUsageError, argparse_message
 from ledger.bounds import printable, printable_lines
 from ledger.errors import LedgerError, OutOfRange
+
+_RAW_ARGS = "fairledger.raw_args"
 
 
 class LedgerGroup(PrefixGroup):
@@ -41,9 +44,43 @@ class LedgerGroup(PrefixGroup):
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except ArgparseUsageError:
+            raise
+        except click.UsageError as err:
+            # The group's own options (`--bogus`, `--db` without a value), in the same words.
+            message = argparse_message(err, self, args)
+            raise ArgparseUsageError(message, err.ctx, ctx.command_path) from None
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        try:
+            name, command, rest = super().resolve_command(ctx, args)
+        except ArgparseUsageError:
+            raise
+        except click.UsageError as err:
+            # An ambiguous option prefix of a known command: that command's error, as argparse.
+            if not args or self.get_command(ctx, args[0]) is None:
+                raise
+            prog = f"{ctx.command_path} {args[0]}"
+            raise ArgparseUsageError(err.format_message(), None, prog) from None
+        ctx.meta[_RAW_ARGS] = list(rest)  # for argparse's "unrecognized arguments: --foo=bar"
+        return name, command, rest
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except ArgparseUsageError:
+            raise
+        except click.UsageError as err:
+            name = ctx.invoked_subcommand
+            command = self.get_command(ctx, name) if name else None
+            message = argparse_message(err, command, ctx.meta.get(_RAW_ARGS, []))
+            prog = f"{ctx.command_path} {name}" if name else ctx.command_path
+            raise ArgparseUsageError(message, err.ctx, prog) from None
         except LedgerError as err:
             # One line, whatever the message quotes (a name with a newline or ESC in it).
             shown = printable_lines(str(err)) if err.multiline else printable(str(err))

@@ -69,7 +69,8 @@ def _pairs(items: tuple[str, ...]) -> list[tuple[str, str]]:
     pairs = []
     for item in items:
         if item.count("=") != 1:
-            raise InvalidValue(f"invalid config setting {item!r} (use KEY=VALUE)")
+            # flux-accounting's words (t1093 greps them), then the value refused.
+            raise InvalidValue(f'key-value string must contain exactly one "=": {item!r}')
         key, value = item.split("=")
         pairs.append((key.strip(), value.strip()))
     return pairs

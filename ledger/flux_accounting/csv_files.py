@@ -55,7 +55,8 @@ def read_csv_tables(paths: Sequence[str], fields: str | None = None) -> list[Csv
         table = os.path.basename(path).removesuffix(".csv")
         if table not in TABLE_COLUMNS:
             raise InvalidValue(
-                f'pop-db: table "{table}" ({path}) is not one of {", ".join(TABLE_COLUMNS)}'
+                f'pop-db: table "{table}" does not exist in the database ({path}: the tables '
+                f"are {', '.join(TABLE_COLUMNS)})"
             )
         if table in out:
             raise InvalidValue(f"pop-db: {table} given twice ({out[table].path}, {path})")

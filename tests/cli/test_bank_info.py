@@ -119,7 +119,7 @@ def test_inactive_rows_are_shown_and_counted(store: Store) -> None:
         (["-t", "foo"], 1, 'fairledger: Could not find "foo"\n'),
         (["-u", "nobody"], 1, 'fairledger: Could not find "nobody"\n'),
         (["-u", "A"], 1, 'fairledger: Could not find "A"\n'),  # a bank is not a user
-        (["-t"], 2, "Option '-t' requires an argument."),
+        (["-t"], 2, "fairledger bank-info: error: argument -t/--tree: expected one argument\n"),
         (["-t", "A", "-r", "B"], 2, "argument -r/--to-root: not allowed with argument -t/--tree"),
     ],
 )

@@ -13,6 +13,7 @@ FAIRLEDGER_FUZZ_EXAMPLES=N draws N argument lists per store and state instead of
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import click
@@ -131,7 +132,8 @@ def assert_no_traceback(args: list[str], result: Result) -> None:
         errors = [line for line in lines if not line.startswith("fairledger: warning:")]
         assert len(errors) == 1 and errors[0].strip(), shown
     if result.exit_code == 2:
-        assert "Error:" in result.stderr, shown
+        # A usage error's last line is argparse's `PROG [CMD]: error: MESSAGE`.
+        assert re.match(r"fairledger[^:]*: error: \S", result.stderr.splitlines()[-1]), shown
 
 
 def table_cases(command: click.Command) -> list[list[str]]:

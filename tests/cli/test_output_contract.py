@@ -236,7 +236,8 @@ def test_refusals_in_flux_accountings_words(ledger_store: Store) -> None:
     result = ledger_store.run("view-user", "--fields=username", "-J", "amy", expect=2)
     assert result.stdout == ""
     assert result.stderr.endswith(
-        "Error: argument -J/--job-usage: not allowed with argument --fields\n"
+        "\nfairledger view-user: error: "
+        "argument -J/--job-usage: not allowed with argument --fields\n"
     )
     assert ledger_store.log_position() == before
 
@@ -347,12 +348,14 @@ def test_an_ambiguous_prefix_is_refused_as_argparse_does(ledger_store: Store) ->
     before = ledger_store.log_position()
     result = ledger_store.run("edit-user", "amy", "--ma", "3", expect=2)
     assert result.stderr.endswith(
-        "Error: ambiguous option: --ma could match --max-running-jobs, --max-active-jobs, "
-        "--max-nodes, --max-cores, --max-sched-jobs\n"
+        "fairledger edit-user: error: ambiguous option: --ma could match --max-running-jobs, "
+        "--max-active-jobs, --max-nodes, --max-cores, --max-sched-jobs\n"
     )
     assert "Traceback" not in result.stderr
-    # A prefix of no option is click's usual refusal.
-    assert "No such option" in ledger_store.run("edit-user", "amy", "--zz", expect=2).stderr
+    # A prefix of no option is argparse's unrecognized argument.
+    assert ledger_store.run("edit-user", "amy", "--zz", expect=2).stderr.endswith(
+        "\nfairledger edit-user: error: unrecognized arguments: --zz\n"
+    )
     assert ledger_store.log_position() == before
 
 

@@ -80,8 +80,13 @@ def test_as_of_before_the_usage(store: Store) -> None:
 @pytest.mark.parametrize(
     ("args", "code", "message"),
     [
-        (["foo"], 2, "'foo' is not one of 'associations', 'banks'"),
-        (["banks", "-n", "x"], 2, "'x' is not a valid integer"),
+        (
+            ["foo"],
+            2,
+            "fairledger show-usage: error: argument table: invalid choice: 'foo' "
+            "(choose from 'associations', 'banks')\n",
+        ),
+        (["banks", "-n", "x"], 2, "error: argument -n/--limit: invalid int value: 'x'\n"),
         (["banks", "-n", "-1"], 1, "fairledger: --limit must be 0 or more, got -1\n"),
     ],
 )

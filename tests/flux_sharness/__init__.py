@@ -1,0 +1,1 @@
+"""Runs flux-accounting's own sharness tests against fairledger (see README.md)."""

@@ -1,0 +1,5 @@
+import sys
+
+from tests.flux_sharness.runner import main
+
+sys.exit(main())
