@@ -116,6 +116,7 @@ def _explanation_json(e: Explanation) -> dict[str, Any]:
         "fairshare_from": _moment_json(e.source),
         "fairshare_imported": _moment_json(e.imported),
         "fairshare_set_by": e.set_by,
+        "fairshare_cleared_by": e.cleared_by,
         "fairshare": e.fairshare,
         "rank": e.rank,
         "ranked": e.ranked,
@@ -186,6 +187,12 @@ def _fairshare_line(e: Explanation) -> str:
             f"fair-share {e.fairshare}: set by hand (--fairshare) by {e.set_by} at "
             f"{iso(e.imported.event_time)} (log position {e.imported.position}); "
             "in force until an update-fshare ranks it"
+        )
+    if e.imported is not None and e.cleared_by is not None:
+        return (
+            f"fair-share {e.fairshare}: put back at a new association's value by the clear-usage"
+            f" of {e.cleared_by} at {iso(e.imported.event_time)} (log position"
+            f" {e.imported.position}); in force until an update-fshare ranks it"
         )
     if e.imported is not None:
         return (

@@ -283,7 +283,7 @@ class Site(Aggregate):
                 bounds.check_time(key, stamp.source[key])
         target = s.banks.get(bank)
         if target is None:
-            raise NotFound(f"bank {bank} does not exist in bank_table")
+            raise NotFound(f"Bank {bank} does not exist in bank_table")
         if not target.active:
             raise InvalidValue(f"bank {bank} is inactive")
         if s.sub_banks(bank) and s.fairshare_algorithm == WEIGHTED_WALK:
@@ -292,7 +292,9 @@ class Site(Aggregate):
             )
         existing = s.association(username, bank)
         if existing is not None and (existing.active or not active):
-            raise AlreadyExists(f"user {username} already exists in bank {bank}")
+            raise AlreadyExists(
+                f"association {username},{bank} already active in association_table"
+            )
         fields = self._association_fields(given, base=existing)
         others = s.associations.get(username, {})
         if userid is None:
@@ -640,7 +642,8 @@ class Site(Aggregate):
     def edit_factor(self, stamp: Stamp, factor: str, weight: int) -> bool:
         if factor not in FACTOR_DEFAULTS:
             raise InvalidValue(
-                f"factor {factor} not found; choose one of {', '.join(FACTOR_DEFAULTS)}"
+                f"factor {factor} not found in priority_factor_weight_table; available factors are "
+                f"{','.join(FACTOR_DEFAULTS)}"
             )
         weight = check_int("weight", weight, bounds.FACTOR_WEIGHT_MIN, bounds.FACTOR_WEIGHT_MAX)
         old = self.state.factors.get(factor)
@@ -871,7 +874,10 @@ def _check_shares(shares: int) -> None:
 
 def _check_non_negative(name: str, value: int, high: int = bounds.LIMIT_MAX) -> None:
     if value < 0:
-        raise InvalidValue(f"invalid {name}: {value} (must be >= 0, or -1 to reset)")
+        raise InvalidValue(
+            f"invalid {name}: {value} (value must be a non-negative integer or -1 to reset to "
+            "default)"
+        )
     check_int(name, value, 0, high)
 
 

@@ -171,14 +171,14 @@ class Ledger(Application):
         # A SQLite file is checked before the library opens it (which would create it).
         if not store.is_postgres and not event_table_exists(store):
             raise LedgerMissing(
-                f"no ledger at {store.describe()}: run 'fairledger create-db' first"
+                store.missing_ledger()
             )
         ledger = cls(store, now=now, actor=actor, conn=conn)
         events = append_only.table_names(store, ("events",))[0]
         if events not in ledger.log_present or not ledger.exists():
             ledger.close()
             raise LedgerMissing(
-                f"no ledger at {store.describe()}: run 'fairledger create-db' first"
+                store.missing_ledger()
             )
         return ledger
 
@@ -286,7 +286,7 @@ class Ledger(Application):
             site: Any = self.repository.get(SITE_ID)
         except AggregateNotFoundError:
             raise LedgerMissing(
-                f"no ledger at {self.store.describe()}: run 'fairledger create-db' first"
+                self.store.missing_ledger()
             ) from None
         assert isinstance(site, Site)
         return site

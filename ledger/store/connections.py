@@ -86,6 +86,15 @@ class StoreConfig:
             return f"postgresql://{self.user}@{self.host}:{self.port}/{self.dbname}?schema={self.schema}"
         return f"sqlite:///{self.path}"
 
+    def missing_ledger(self) -> str:
+        """What a command says where no ledger is: for a file, flux-accounting's own words first
+        (its tests and admins' scripts grep `error opening DB: unable to open database file
+        PATH`), then ours."""
+        ours = f"no ledger at {self.describe()}: run 'fairledger create-db' first"
+        if self.is_postgres:
+            return ours
+        return f"error opening DB: unable to open database file {self.path} ({ours})"
+
     def eventsourcing_env(self) -> dict[str, str]:
         if not self.is_postgres:
             return {

@@ -122,7 +122,7 @@ def grant(
     from psycopg import sql  # here: a SQLite ledger's commands never load psycopg
 
     if not event_table_exists(config):
-        raise LedgerMissing(f"no ledger at {config.describe()}: run 'fairledger create-db' first")
+        raise LedgerMissing(config.missing_ledger())
     with postgres_admin_connect(config) as conn, conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (_GRANT_LOCK,))
         for _group, role in wanted:

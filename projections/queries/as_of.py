@@ -20,7 +20,7 @@ from typing import Any
 from ledger import events as ev
 from ledger.clock import iso
 from ledger.errors import InvalidValue
-from ledger.fairshare_in_force import InForce, in_force
+from ledger.fairshare_in_force import NEW_ASSOCIATION_FAIRSHARE, InForce, in_force
 from ledger.reducers import Touched
 from ledger.site import SITE_ID
 from ledger.site_usage import AssociationUsage, AssocKey, bank_usage, site_fairshare
@@ -245,6 +245,8 @@ def _balances(
         event: Any = ledger.mapper.to_domain_event(notification)
         if isinstance(event, ev.FairshareSet):  # a value set by hand: in force the same way
             shown = {(event.username, event.bank): float(event.new)}
+        elif isinstance(event, ev.UsageCleared):  # clear-usage: back to a new association's
+            shown = {(u, b): NEW_ASSOCIATION_FAIRSHARE for u, b in event.associations}
         else:
             shown = {(username, bank): float(value) for username, bank, _u, value in event.shown}
         out.append((int(row["position"]), shown))

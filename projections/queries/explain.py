@@ -103,6 +103,7 @@ class Explanation:
     source: Moment | None  # the snapshot that computed the value (an inactive one kept it)
     imported: Moment | None  # the opening balance that brought the value over, or a --fairshare
     set_by: str | None  # who set it by hand (--fairshare); None when an import brought it
+    cleared_by: str | None  # who ran the clear-usage that put it back at 0.5
     fairshare: float
     rank: int | None
     ranked: int | None  # N at the source snapshot
@@ -155,6 +156,14 @@ def _set_by_hand(ledger: Ledger, position: int) -> str | None:
     return str(event.actor) or "-" if isinstance(event, ev.FairshareSet) else None
 
 
+def _cleared_by(ledger: Ledger, position: int) -> str | None:
+    """Who ran the clear-usage at `position` (its associations are back at a new association's
+    value until a walk), or None when the stored value came otherwise."""
+    (notification,) = ledger.recorder.select_notifications(start=position, limit=1)
+    event: Any = ledger.mapper.to_domain_event(notification)
+    return str(event.actor) or "-" if isinstance(event, ev.UsageCleared) else None
+
+
 def explain_job(
     ledger: Ledger,
     conn: Connection,
@@ -193,6 +202,7 @@ def explain_job(
         source=source.marker if source is not None else None,
         imported=marker_at_position(conn, value.imported) if value.imported is not None else None,
         set_by=_set_by_hand(ledger, value.imported) if value.imported is not None else None,
+        cleared_by=_cleared_by(ledger, value.imported) if value.imported is not None else None,
         fairshare=fairshare,
         rank=source.rank(key) if source is not None else None,
         ranked=source.ranked if source is not None else None,

@@ -93,7 +93,7 @@ def log_kind(event: Any) -> str:
         return "fairshare"
     if isinstance(event, ev.UsageUpdated):
         return "usage"
-    if isinstance(event, iev.UsageBalanceImported | ev.FairshareSet):
+    if isinstance(event, iev.UsageBalanceImported | ev.FairshareSet | ev.UsageCleared):
         return "balance"  # stored fair-share values in force until the next update-fshare
     if isinstance(event, JobLog.JobsRecorded | JobLog.Opened):
         return "jobs"

@@ -14,7 +14,7 @@ from ledger.flux_accounting.tables import (
     QUEUE_COLUMNS,
 )
 
-READ_MODEL_VERSION = 9  # 9: a queue's billing_weights
+READ_MODEL_VERSION = 10  # 10: clear-usage's 0.5 indexed as a stored fair-share; 9: billing_weights
 
 TABLES: dict[str, str] = {
     "projection_tracking": """

@@ -21,7 +21,7 @@ from typing import Any
 
 from ledger.bounds import CHARGE_UNITS
 from ledger.fairshare import Ranking
-from ledger.fairshare_in_force import shown_after_walk
+from ledger.fairshare_in_force import NEW_ASSOCIATION_FAIRSHARE, shown_after_walk
 from ledger.site_usage import (
     AssociationUsage,
     AssocKey,
@@ -579,10 +579,13 @@ def _write_bins(
 
 def clear_association_values(conn: Connection, state: SiteState, pairs: list[list[str]]) -> None:
     """clear-usage shows zero usage at once (flux-accounting does too), in the associations and
-    in every bank above them; the next update recomputes from the jobs after the cutoff."""
+    in every bank above them; the next update recomputes from the jobs after the cutoff. Like
+    flux-accounting's, it also puts the cleared associations back at a new association's
+    fair-share until the next walk ranks them (fairshare_in_force: a stored value)."""
     conn.executemany(
-        "UPDATE association_table SET job_usage = 0.0 WHERE username = ? AND bank = ?",
-        [tuple(p) for p in pairs],
+        "UPDATE association_table SET job_usage = 0.0, fairshare = ? "
+        "WHERE username = ? AND bank = ?",
+        [(NEW_ASSOCIATION_FAIRSHARE, *p) for p in pairs],
     )
     shown = {
         (r["username"], r["bank"]): AssociationUsage(usage=float(r["job_usage"]), bins=[])

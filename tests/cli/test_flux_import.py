@@ -551,8 +551,8 @@ def test_pop_db_refuses_bad_rows_and_writes_nothing(ledger_store: Store, tmp_pat
     assert result.stderr.splitlines() == [
         "fairledger: pop-db: 3 row(s) refused; nothing written:",
         "  bank_table.csv line 3: invalid shares: -3 (shares must be >= 0)",
-        "  association_table.csv line 2: bank A does not exist in bank_table",
-        "  association_table.csv line 3: bank nowhere does not exist in bank_table",
+        "  association_table.csv line 2: Bank A does not exist in bank_table",
+        "  association_table.csv line 3: Bank nowhere does not exist in bank_table",
     ]
     assert ledger_store.log_position() == position
     (tmp_path / "bank_table.csv").write_text("bank,parent_bank,shares\nA,root,3\nroot,,1\n")
@@ -566,7 +566,7 @@ def test_pop_db_refuses_bad_rows_and_writes_nothing(ledger_store: Store, tmp_pat
         "username,bank,parent_bank,shares",  # userid left out: its default
         expect=1,
     )
-    assert "association_table.csv line 3: bank nowhere" in result.stderr
+    assert "association_table.csv line 3: Bank nowhere" in result.stderr
     (tmp_path / "association_table.csv").write_text("username,userid,bank\nalice,5001,A\n")
     ledger_store.run(
         "pop-db",

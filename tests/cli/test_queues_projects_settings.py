@@ -86,7 +86,8 @@ def test_factors(ledger_store: Store) -> None:
     ]
     assert (
         ledger_store.run("edit-factor", "--factor", "age", "--weight", "1", expect=1).stderr
-        == "fairledger: factor age not found; choose one of fairshare, queue, bank, urgency\n"
+        == "fairledger: factor age not found in priority_factor_weight_table; available factors"
+        " are fairshare,queue,bank,urgency\n"
     )
     ledger_store.run("edit-factor", "--factor", "bank", "--weight", "x", expect=2)
     ledger_store.run("reset-factors")

@@ -286,3 +286,36 @@ def test_scrub_old_jobs_removes_nothing_and_says_why(usage_store: Store, tmp_pat
     records = json.loads(usage_store.run("view-job-records", "--json", now=period(0, 70)).stdout)
     assert len(records) == 1
     usage_store.run("scrub-old-jobs", "-1", expect=2)
+
+
+# --- clear-usage and the fair-share --------------------------------------------------------------
+def test_clear_usage_puts_the_fairshare_back_at_a_new_associations_until_the_next_walk(
+    usage_store: Store, tmp_path: Path
+) -> None:
+    """flux-accounting's clear-usage sets the cleared associations' fairshare to 0.5 (research
+    §3.6); it stays in force until update-fshare ranks them again (t1080 checks it)."""
+    at = period(0, 10)
+    ingest(usage_store, tmp_path, at, charged(1, 50, end=at - 5), charged(2, 10, end=at - 5))
+    usage_store.run("update-fshare", now=at + 1)
+    walked = fairshares(usage_store, at + 1)
+    assert walked[("alice", "A")] != 0.5 and walked[("carol", "B")] != 0.5
+    usage_store.run("clear-usage", "A", "--actor", "ops", now=at + 2)
+    cleared = fairshares(usage_store, at + 2)
+    # A's associations are back at 0.5; carol in B keeps the walk's value.
+    assert cleared == {**walked, ("alice", "A"): 0.5, ("bob", "A"): 0.5}
+    job = charged(3, 10, end=at + 4, t_submit=at + 3)
+    ingest(usage_store, tmp_path, at + 5, job)
+    data = json.loads(usage_store.run("explain-job", "3", "--json", now=at + 6).stdout)
+    assert data["fairshare"] == 0.5
+    assert data["fairshare_cleared_by"] in ("ops", "postgres")
+    text = usage_store.run("explain-job", "3", now=at + 6).stdout
+    assert "put back at a new association's value by the clear-usage of " in text
+    # The past still answers with what was in force then, before and after a rebuild.
+    for _ in range(2):
+        for moment, expected in ((at + 1, walked), (at + 2, cleared)):
+            then = usage_store.run("list-users", "--json", "--as-of", str(moment), now=at + 6)
+            rows = json.loads(then.stdout)
+            assert {(r["username"], r["bank"]): r["fairshare"] for r in rows} == expected
+        usage_store.run("rebuild", now=at + 6)
+    usage_store.run("update-fshare", now=at + 7)
+    assert fairshares(usage_store, at + 7)[("alice", "A")] != 0.5

@@ -141,5 +141,7 @@ def test_a_read_after_a_write_sees_it(ledger_store: Store) -> None:
 def test_a_read_of_a_missing_ledger_still_says_so(tmp_path: Path) -> None:
     store = Store("sqlite", f"sqlite:///{tmp_path / 'none.db'}")
     result = store.run("list-users", expect=1)
-    assert result.stderr.startswith("fairledger: no ledger at ")
+    assert result.stderr.startswith(
+        f"fairledger: error opening DB: unable to open database file {tmp_path / 'none.db'} "
+    )
     assert not (tmp_path / "none.db").exists()

@@ -102,7 +102,9 @@ def test_add_and_edit_user_refusals_write_nothing(ledger_store: Store) -> None:
     ledger_store.run("add-user", "-u", "bob", "-B", "physics")
     before = ledger_store.log_position()
     cases = {
-        ("add-user", "-u", "bob", "-B", "physics"): "user bob already exists in bank physics",
+        ("add-user", "-u", "bob", "-B", "physics"): (
+            "association bob,physics already active in association_table"
+        ),
         (
             "edit-user",
             "bob",

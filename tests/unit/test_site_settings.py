@@ -20,6 +20,12 @@ from tests.unit.site_events import (
     user,
 )
 
+NEGATIVE = "(value must be a non-negative integer or -1 to reset to default)"  # theirs
+UNKNOWN_FACTOR = (
+    "factor age not found in priority_factor_weight_table; available factors are "
+    "fairshare,queue,bank,urgency"
+)
+
 
 # --- queues --------------------------------------------------------------------------------------
 def test_add_queue_fills_defaults_and_takes_a_negative_priority() -> None:
@@ -66,12 +72,12 @@ def test_delete_queue_names_the_associations_that_still_list_it() -> None:
         (
             lambda s, st: s.edit_queue(st, "standby", {"max_running_jobs": -7}),
             InvalidValue,
-            "invalid max_running_jobs: -7 (must be >= 0, or -1 to reset)",
+            f"invalid max_running_jobs: -7 {NEGATIVE}",
         ),
         (
             lambda s, st: s.add_queue(st, "q", {"max_nodes": -2}),
             InvalidValue,
-            "invalid max_nodes: -2 (must be >= 0, or -1 to reset)",
+            f"invalid max_nodes: -2 {NEGATIVE}",
         ),
     ],
 )
@@ -145,7 +151,7 @@ def test_edit_factor_records_old_and_new_and_reset_only_what_differs() -> None:
 @pytest.mark.parametrize(
     ("factor", "weight", "message"),
     [
-        ("age", 1, "factor age not found; choose one of fairshare, queue, bank, urgency"),
+        ("age", 1, UNKNOWN_FACTOR),
         ("queue", 2**31, "weight 2147483648 is out of range (-2147483648..2147483647)"),
     ],
 )

@@ -11,6 +11,9 @@ from ledger.limits import UNLIMITED
 from ledger.state import ASSOCIATION_DEFAULTS
 from tests.unit.site_events import Command, bank, given, project, queue, refused, then, user
 
+NEGATIVE = "(value must be a non-negative integer or -1 to reset to default)"  # theirs
+ACTIVE_AGAIN = "association bob,physics already active in association_table"
+
 
 def site_steps() -> list[Command]:
     """root with two leaves, three queues and a project."""
@@ -72,8 +75,8 @@ def test_userid_falls_back_to_the_os_then_to_nobody() -> None:
 @pytest.mark.parametrize(
     ("username", "bank_name", "fields", "kind", "message"),
     [
-        ("bob", "physics", {}, AlreadyExists, "user bob already exists in bank physics"),
-        ("eve", "nope", {}, NotFound, "bank nope does not exist in bank_table"),
+        ("bob", "physics", {}, AlreadyExists, ACTIVE_AGAIN),
+        ("eve", "nope", {}, NotFound, "Bank nope does not exist in bank_table"),
         (
             "eve",
             "root",  # a user only in a leaf bank
@@ -107,7 +110,7 @@ def test_userid_falls_back_to_the_os_then_to_nobody() -> None:
             "physics",
             {"max_cores": -5},
             InvalidValue,
-            "invalid max_cores: -5 (must be >= 0, or -1 to reset)",
+            f"invalid max_cores: -5 {NEGATIVE}",
         ),
         ("a,b", "physics", {}, InvalidValue, "invalid username name: 'a,b'"),
     ],
@@ -216,7 +219,7 @@ def test_default_bank_is_among_active_associations() -> None:
             None,
             {"max_active_jobs": -4},
             {},
-            "invalid max_active_jobs: -4 (must be >= 0, or -1 to reset)",
+            f"invalid max_active_jobs: -4 {NEGATIVE}",
         ),
         ("bob", None, {"projects": "nope"}, {}, "project nope does not exist in project_table"),
         (
@@ -226,7 +229,7 @@ def test_default_bank_is_among_active_associations() -> None:
             {},
             "project nope does not exist in project_table",
         ),
-        ("bob", None, {"userid": -1}, {}, "invalid userid: -1 (must be >= 0, or -1 to reset)"),
+        ("bob", None, {"userid": -1}, {}, f"invalid userid: -1 {NEGATIVE}"),
     ],
 )
 def test_edit_user_refusals(
