@@ -14,8 +14,10 @@ long before every job's start.
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -54,6 +56,7 @@ def sacct_file(data: dict[str, Any], path: Path) -> Path:
 
 
 def test_start_of_is_the_end_less_the_seconds() -> None:
+    assert datetime.fromisoformat(END).replace(tzinfo=ZoneInfo(ZONE)).timestamp() == T0
     assert start_of(0) == END
     assert start_of(20) == "2023-11-14T16:13:00"
     assert start_of(25) == "2023-11-14T16:12:55"
@@ -74,7 +77,8 @@ def test_the_vectors_row_for_row_through_a_sacct_file(
     store.run("import-slurm", str(SLURM / f"{name}.cfg"))
     jobs = sacct_file(data, tmp_path / "sacct.txt")
     report = store.run("ingest", "--format", "sacct", str(jobs)).stdout
-    assert report == f"recorded {len(data['users'])}, duplicate 0, unmatched 0, skipped 1 (steps 1)\n"
+    recorded = len(data["users"])
+    assert report == f"recorded {recorded}, duplicate 0, unmatched 0, skipped 1 (steps 1)\n"
     store.run("update-fshare")
     lines = store.run("sshare", "-a", "-l", "-P").stdout.splitlines()
     assert lines[0] == "|".join(data["columns"])
