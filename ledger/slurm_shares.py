@@ -57,6 +57,10 @@ PARENT: int = 0x7FFFFFFF
 `shares_raw` (sacctmgr shows it as `parent`). Pass this as an account's or user's shares. Not
 flux-accounting's "unlimited" (ledger.limits.UNLIMITED), though the number is the same."""
 
+PARENT_TEXT: str = "parent"
+"""How Slurm prints `PARENT` (sshare's RawShares, sacctmgr's Fairshare), and so do we wherever a
+Slurm algorithm reads it."""
+
 NO_VAL: int = 0xFFFFFFFE
 INFINITE: int = 0xFFFFFFFF
 NO_VAL64: int = 0xFFFFFFFFFFFFFFFE
