@@ -67,6 +67,8 @@ def test_demo_grows_a_slurm_site_in_a_ledger_beside_its_own(store: Store) -> Non
         assert "edit-config timezone: value UTC → America/Chicago" in section
         assert "tables equal a rebuild from the log (" in lines[-1]  # the Slurm ledger verified
         assert slurm.run("verify", now=None).exit_code == 0
+        if store.kind == "sqlite":  # made as create-db makes a file: private
+            assert Path(slurm.url.removeprefix("sqlite:///")).stat().st_mode & 0o777 == 0o600
         check_the_slurm_site(slurm)
         # With the Flux ledger removed, a second run still finds the Slurm one, before it
         # writes anything.
