@@ -157,10 +157,13 @@ def _share(value: float) -> str:
     return repr(round(value, FAIRSHARE_DECIMALS))
 
 
-def section_lines(name: str, section: Section) -> list[str]:
+def section_lines(name: str, section: Section, parent_shares: bool = False) -> list[str]:
     lines = [_added(name, r) for r in section.added]
     lines += ["- " + _object(name, r) for r in section.removed]
-    lines += [f"{_object(name, r)}: {show_changes(r['changes'])}" for r in section.changed]
+    lines += [
+        f"{_object(name, r)}: {show_changes(r['changes'], parent_shares)}"
+        for r in section.changed
+    ]
     return lines
 
 
@@ -177,14 +180,14 @@ def fairshare_line(row: Row) -> str:
     return text
 
 
-def diff_lines(diff: Diff) -> list[str]:
+def diff_lines(diff: Diff, parent_shares: bool = False) -> list[str]:
     """Sections in a fixed order, each a title line and one indented line per change; within a
     section: added, removed, then changed, each sorted by key. Empty sections are left out."""
     out: list[str] = []
     for name, section in diff.sections.items():
         if section:
             out.append(f"{TITLES[name]}:")
-            out += ["  " + text for text in section_lines(name, section)]
+            out += ["  " + text for text in section_lines(name, section, parent_shares)]
     if diff.fairshare:
         out.append(f"{TITLES['fairshare']}:")
         out += ["  " + fairshare_line(row) for row in diff.fairshare]

@@ -1,6 +1,6 @@
 """Shares of 2147483647 are Slurm's Fairshare=parent on a Fair Tree or classic site, shown
 `parent` (JSON: the string "parent") by list-users, list-banks, view-bank (-u, -t, JSON) and
-view-user, and in history lines recorded under such an algorithm; on a weighted-walk site they
+view-user, in history lines recorded under such an algorithm and in diff's lines; on a weighted-walk site they
 stay flux-accounting's "unlimited", as its output contract prints 2147483647. Limits at
 2147483647 are "unlimited" on every site. On both stores."""
 
@@ -107,3 +107,6 @@ def test_a_switch_changes_what_is_shown_from_then_on(store: Store) -> None:
     # a window of the history still knows the algorithm in force before it
     window = store.run("history", "--all", "--since", str(T0 + 25), now=T0 + 30).stdout
     assert "edit-bank physics: shares 7 → parent" in window
+    # diff reads shares as the later moment's algorithm does
+    diff = store.run("diff", "--from", str(T0 + 20), "--to", str(T0 + 30), now=T0 + 30).stdout
+    assert "bank physics: shares 7 → parent" in diff
