@@ -21,7 +21,7 @@ from ledger.clock import AsOf, real_now
 from ledger.errors import AlreadyExists, LedgerMissing
 from ledger.site import Site, Stamp
 from ledger.state import CLASSIC, FAIR_TREE, TIMEZONE_KEY
-from ledger.store.connections import StoreConfig
+from ledger.store.connections import SCHEMA_NAME_LENGTH, StoreConfig
 from ledger.usecases import demo_slurm
 from ledger.usecases.admin import VerifyReport, verify
 from ledger.usecases.demo_site import build_site, members, week_of_jobs
@@ -129,19 +129,29 @@ def slurm_store(store: StoreConfig) -> StoreConfig:
     PostgreSQL's 63 characters)."""
     if store.is_postgres:
         suffix = f"_{SLURM_SUFFIX}"
-        return dataclasses.replace(store, schema=store.schema[: 63 - len(suffix)] + suffix)
+        kept = SCHEMA_NAME_LENGTH - len(suffix)
+        return dataclasses.replace(store, schema=store.schema[:kept] + suffix)
     stem, extension = os.path.splitext(store.path)
     return dataclasses.replace(store, path=f"{stem}-{SLURM_SUFFIX}{extension}")
 
 
 def run_demo(s: Session, weeks: int, seed: int) -> Iterator[Step]:
-    """Build the demo site on a new ledger at `s` (AlreadyExists if one is there) and run
-    `weeks` weeks of its accounting, the last ending now; jobs drawn with `seed` (valid, new
-    and few: their ingest has nothing to note on the way)."""
+    """Build the demo site on a new ledger at `s` and run `weeks` weeks of its accounting, the
+    last ending now; jobs drawn with `seed` (valid, new and few: their ingest has nothing to
+    note on the way). Then the Slurm site on a new ledger at `slurm_store(s.store)`.
+    AlreadyExists if either store holds a ledger."""
     now = s.now if s.now is not None else real_now()
     start = now - weeks * WEEK
     slurm = Session(slurm_store(s.store), None, s.warn)
-    _check_empty(slurm)  # before anything is written: the run makes both or neither
+    try:
+        _check_empty(slurm)  # before anything is written, so a second run writes nothing
+        yield from _run_flux_site(s, now, start, weeks, seed)
+        yield from run_slurm_site(slurm, now, seed)
+    finally:
+        slurm.close()
+
+
+def _run_flux_site(s: Session, now: float, start: float, weeks: int, seed: int) -> Iterator[Step]:
     s.create_ledger(WEEK, 4 * WEEK, 0.5, now=start, actor=s.actor, reason=DEMO_REASON)
     yield LedgerMade(s.store.describe())
     s.change(build_site, reason=DEMO_REASON)
@@ -170,10 +180,6 @@ def run_demo(s: Session, weeks: int, seed: int) -> Iterator[Step]:
     )
     yield Running("verify")
     yield Verified(verify(s))
-    try:
-        yield from run_slurm_site(slurm, now, seed)
-    finally:
-        slurm.close()
 
 
 def _check_empty(s: Session) -> None:

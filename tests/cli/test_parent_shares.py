@@ -1,8 +1,8 @@
 """Shares of 2147483647 are Slurm's Fairshare=parent on a Fair Tree or classic site, shown
 `parent` (JSON: the string "parent") by list-users, list-banks, view-bank (-u, -t, JSON) and
-view-user, in history lines recorded under such an algorithm and in diff's lines; on a weighted-walk site they
-stay flux-accounting's "unlimited", as its output contract prints 2147483647. Limits at
-2147483647 are "unlimited" on every site. On both stores."""
+view-user, in history lines recorded under such an algorithm and in diff's lines; on a
+weighted-walk site they stay flux-accounting's "unlimited", as its output contract prints
+2147483647. Limits at 2147483647 are "unlimited" on every site. On both stores."""
 
 from __future__ import annotations
 
