@@ -14,7 +14,8 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	mkdir -p demo && rm -f demo/fairledger.db demo/fairledger.db-wal demo/fairledger.db-shm
+	mkdir -p demo && rm -f demo/fairledger.db demo/fairledger.db-wal demo/fairledger.db-shm \
+	  demo/fairledger-slurm.db demo/fairledger-slurm.db-wal demo/fairledger-slurm.db-shm
 	$(BIN)/fairledger --db sqlite:///demo/fairledger.db demo
 
 test: $(STAMP)

@@ -16,6 +16,7 @@ from ledger.errors import InvalidValue
 from projections.queries import as_of as as_of_view
 from projections.queries import diff as diff_view
 from projections.queries import history as history_view
+from projections.queries import site as site_queries
 
 
 def _selector(
@@ -163,6 +164,8 @@ def diff(ctx: click.Context, from_: AsOf, to: AsOf | None, as_json: bool) -> Non
     after = as_of_view.materialize(s.ledger, conn, end)
     try:
         result = diff_view.compare(before, after)
+        # shares read as the later moment's algorithm reads them (Fairshare=parent, or not)
+        parent_shares = site_queries.parent_shares(after)
     finally:
         before.close()
         after.close()
@@ -173,7 +176,7 @@ def diff(ctx: click.Context, from_: AsOf, to: AsOf | None, as_json: bool) -> Non
     if not result:
         click.echo("no changes", err=True)
         return
-    for text in diff_lines(result):
+    for text in diff_lines(result, parent_shares):
         click.echo(printable(text))
 
 

@@ -9,12 +9,13 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from cli.output import UNLIMITED_TEXT
+from cli.output import UNLIMITED_TEXT, is_parent_shares
 from ledger.bounds import printable
 from ledger.clock import iso
 from ledger.fairshare import FAIRSHARE_DECIMALS
 from ledger.limit_fields import is_unlimited
 from ledger.site import ON_BEHALF_OF
+from ledger.slurm_parent import PARENT_TEXT
 from ledger.state import ASSOCIATION_DEFAULTS, QUEUE_DEFAULTS
 from projections.queries.diff import SECTIONS, Diff, Row, Section
 from projections.queries.history import Entry
@@ -24,14 +25,17 @@ TIME_FIELDS = ("epoch", "ignore_older_than")  # shown as ISO times, 0 as "(none)
 
 
 # --- history ------------------------------------------------------------------------------------
-def show(field_name: str, value: Any) -> str:
-    """One value as an audit line shows it."""
+def show(field_name: str, value: Any, parent_shares: bool = False) -> str:
+    """One value as an audit line shows it; with `parent_shares`, shares of PARENT as Slurm's
+    `parent`."""
     if value is None:
         return "(none)"
     if isinstance(value, bool):
         return "true" if value else "false"
     if field_name.split(".")[-1] in TIME_FIELDS and isinstance(value, int | float):
         return iso(float(value)) if value else "(none)"
+    if is_parent_shares(field_name, value, parent_shares):
+        return PARENT_TEXT
     if is_unlimited(value):
         return UNLIMITED_TEXT
     if value == "":
@@ -39,14 +43,15 @@ def show(field_name: str, value: Any) -> str:
     return str(value)
 
 
-def show_changes(changes: dict[str, list[Any]]) -> str:
+def show_changes(changes: dict[str, list[Any]], parent_shares: bool = False) -> str:
     """`field old → new`, or `field new` for a value set for the first time (old is None)."""
     parts = []
     for name, (old, new) in changes.items():
+        shown_new = show(name, new, parent_shares)
         if old is None:
-            parts.append(f"{name} {show(name, new)}")
+            parts.append(f"{name} {shown_new}")
         else:
-            parts.append(f"{name} {show(name, old)} {ARROW} {show(name, new)}")
+            parts.append(f"{name} {show(name, old, parent_shares)} {ARROW} {shown_new}")
     return ", ".join(parts)
 
 
@@ -81,7 +86,7 @@ def describe(entry: Entry) -> str:
         what = ", ".join(f"job {i} (cluster {c})" for c, i in details.get("jobs", []))
         parts.append(f"set aside position {details['position']} ({what or details['event']})")
     else:
-        changes = show_changes(_summary_changes(entry))
+        changes = show_changes(_summary_changes(entry), entry.parent_shares)
         if changes:
             parts.append(changes)
         details = entry.details
@@ -152,10 +157,13 @@ def _share(value: float) -> str:
     return repr(round(value, FAIRSHARE_DECIMALS))
 
 
-def section_lines(name: str, section: Section) -> list[str]:
+def section_lines(name: str, section: Section, parent_shares: bool = False) -> list[str]:
     lines = [_added(name, r) for r in section.added]
     lines += ["- " + _object(name, r) for r in section.removed]
-    lines += [f"{_object(name, r)}: {show_changes(r['changes'])}" for r in section.changed]
+    lines += [
+        f"{_object(name, r)}: {show_changes(r['changes'], parent_shares)}"
+        for r in section.changed
+    ]
     return lines
 
 
@@ -172,14 +180,14 @@ def fairshare_line(row: Row) -> str:
     return text
 
 
-def diff_lines(diff: Diff) -> list[str]:
+def diff_lines(diff: Diff, parent_shares: bool = False) -> list[str]:
     """Sections in a fixed order, each a title line and one indented line per change; within a
     section: added, removed, then changed, each sorted by key. Empty sections are left out."""
     out: list[str] = []
     for name, section in diff.sections.items():
         if section:
             out.append(f"{TITLES[name]}:")
-            out += ["  " + text for text in section_lines(name, section)]
+            out += ["  " + text for text in section_lines(name, section, parent_shares)]
     if diff.fairshare:
         out.append(f"{TITLES['fairshare']}:")
         out += ["  " + fairshare_line(row) for row in diff.fairshare]

@@ -109,8 +109,10 @@ def list_banks(
     fields: str | None,
 ) -> None:
     """List banks."""
-    rows = queries.banks(session(ctx).read(as_of), include_inactive=inactive)
-    click.echo(Output(as_json, fmt, fields).render(rows, BANK_COLUMNS, empty=NO_RESULTS))
+    conn = session(ctx).read(as_of)
+    rows = queries.banks(conn, include_inactive=inactive)
+    out = Output(as_json, fmt, fields, parent_shares=queries.parent_shares(conn))
+    click.echo(out.render(rows, BANK_COLUMNS, empty=NO_RESULTS))
 
 
 @click.command("view-bank")
@@ -149,9 +151,10 @@ def view_bank(
         raise InvalidValue("--tree option does not support custom formatting")
     if parsable and not tree:
         raise InvalidValue("-P/--parsable can only be passed with -t/--tree")
-    out = Output(as_json, fmt, fields)
-    columns = out.select(BANK_COLUMNS)
     conn = session(ctx).read(as_of)
+    parent = queries.parent_shares(conn)
+    out = Output(as_json, fmt, fields, parent_shares=parent)
+    columns = out.select(BANK_COLUMNS)
     row = queries.bank(conn, bank)
     if out.fmt is not None:
         click.echo(out.render([row], columns))
@@ -161,10 +164,12 @@ def view_bank(
         members = _shown(queries.users_in(conn, [b["bank"] for b in banks]), concise, active_only)
         if as_json:
             click.echo(
-                Output(True, None, None).render(_tree_rows(bank, banks, members), TREE_COLUMNS)
+                Output(True, None, None, parent_shares=parent).render(
+                    _tree_rows(bank, banks, members), TREE_COLUMNS
+                )
             )
             return
-        click.echo(render_tree(bank, banks, members, parsable))
+        click.echo(render_tree(bank, banks, members, parsable, parent))
         return
     if not users:
         click.echo(out.render([row], columns, default="json"))
@@ -172,12 +177,14 @@ def view_bank(
     members = _shown(queries.users_in(conn, [bank]), concise, active_only)
     if as_json:
         click.echo(
-            Output(True, None, None).render(members, USER_COLUMNS, empty=f"no users under {bank}")
+            Output(True, None, None, parent_shares=parent).render(
+                members, USER_COLUMNS, empty=f"no users under {bank}"
+            )
         )
         return
     click.echo(out.render([row], columns))
     click.echo()
-    click.echo(table(members, USER_COLUMNS) if members else f"no users under {bank}")
+    click.echo(table(members, USER_COLUMNS, parent) if members else f"no users under {bank}")
 
 
 TREE_COLUMNS = ["bank", "parent_bank", "username", "active", "shares", "job_usage", "fairshare"]

@@ -1,6 +1,6 @@
 """`fairledger demo`: a small site built and run as an administrator and the accounting cron
-would, on a fresh ledger, then its tree printed. The run is the use case's
-(ledger.usecases.demo); this prints its transcript."""
+would, on a fresh ledger, then its tree printed; then a Slurm site in a second ledger beside it.
+The run is the use case's (ledger.usecases.demo); this prints its transcript."""
 
 from __future__ import annotations
 
@@ -9,10 +9,11 @@ import click
 from cli.audit_text import history_line
 from cli.ingest_output import summary
 from cli.session import session
+from cli.slurm import render_report
+from cli.sshare import columns, render
 from cli.tree import render_tree
 from cli.verify_text import verified_lines
 from ledger.clock import iso
-from ledger.usecases import admin
 from ledger.usecases import demo as demo_run
 
 
@@ -29,12 +30,12 @@ from ledger.usecases import demo as demo_run
 def demo(ctx: click.Context, weeks: int, seed: int) -> None:
     """Build a small site on a new ledger, run its weekly accounting over generated jobs
     (ingest, update-fshare, an allocation change), and show the tree today and a week ago,
-    and one association's history."""
+    and one association's history. Then a Slurm site in a second ledger beside the first
+    (SQLite: the file's name with -slurm; PostgreSQL: the schema's with _slurm): its sacctmgr
+    dump imported, billing weights, a week of sacct jobs, and sshare under Fair Tree and
+    previewed under classic."""
     for step in demo_run.run_demo(session(ctx), weeks, seed):
         _show(step)
-    click.echo("$ fairledger verify")
-    for line in verified_lines(admin.verify(session(ctx))):
-        click.echo(line)
 
 
 def _show(step: demo_run.Step) -> None:
@@ -53,9 +54,22 @@ def _show(step: demo_run.Step) -> None:
         click.echo(f"fair-share updated at {step.at.isoformat()}")
     elif isinstance(step, demo_run.BankTree):
         click.echo(render_tree(step.top, step.banks, step.members))
-    else:
+    elif isinstance(step, demo_run.History):
         for entry in step.entries:
             click.echo(history_line(entry))
+    elif isinstance(step, demo_run.Verified):
+        for line in verified_lines(step.report):
+            click.echo(line)
+    elif isinstance(step, demo_run.SlurmSection):
+        click.echo(
+            f"\n# a Slurm site in a ledger of its own (--db {step.where}), "
+            f"its accounting cron at {iso(step.at)}"
+        )
+    elif isinstance(step, demo_run.SlurmImported):
+        click.echo(render_report(step.report))
+    else:
+        answer = step.answer
+        click.echo(render(answer.lines, columns(answer.algorithm, True), None, header=True))
 
 
 COMMANDS = [demo]

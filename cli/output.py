@@ -15,8 +15,10 @@ import click
 from ledger.bounds import printable
 from ledger.errors import InvalidValue, NotFound
 from ledger.limit_fields import is_unlimited
+from ledger.slurm_parent import PARENT, PARENT_TEXT
 
 UNLIMITED_TEXT = "unlimited"  # how a limit at ledger.limit_fields.UNLIMITED is shown and exported
+SHARES_COLUMN = "shares"  # the one column where PARENT can mean Slurm's Fairshare=parent
 # flux-accounting refuses an empty result rather than printing nothing; scripts test for it.
 NO_RESULTS = "no results found in query"
 
@@ -73,12 +75,20 @@ class Output:
     """How the user asked to see rows; `columns` is the full column list of the object kind."""
 
     def __init__(
-        self, as_json: bool, fmt: str | None, fields: str | None, parsable: bool = False
+        self,
+        as_json: bool,
+        fmt: str | None,
+        fields: str | None,
+        parsable: bool = False,
+        parent_shares: bool = False,
     ) -> None:
         self.as_json = as_json
         self.fmt = fmt or None  # flux-accounting: an empty -o means no format
         self.fields = fields
         self.parsable = parsable
+        # On a Fair Tree or classic site shares of PARENT are Fairshare=parent, shown `parent`
+        # (projections.queries.site.parent_shares); elsewhere flux-accounting's "unlimited".
+        self.parent_shares = parent_shares
 
     def select(self, columns: Sequence[str]) -> list[str]:
         if not self.fields:
@@ -108,13 +118,20 @@ class Output:
         if self.fmt is not None:
             return format_rows(picked, chosen, self.fmt)
         if self.as_json or (default == "json" and not self.parsable):
-            return json.dumps([json_row(r) for r in picked], indent=2)
-        return table(picked, chosen)
+            return json.dumps([json_row(r, self.parent_shares) for r in picked], indent=2)
+        return table(picked, chosen, self.parent_shares)
 
 
-def display_value(column: str, value: Any) -> str:
+def is_parent_shares(column: str, value: Any, parent_shares: bool) -> bool:
+    """Whether `value` in `column` is Slurm's Fairshare=parent (on a site where it means that)."""
+    return parent_shares and column == SHARES_COLUMN and type(value) is int and value == PARENT
+
+
+def display_value(column: str, value: Any, parent_shares: bool = False) -> str:
     if column == "active":
         return "true" if value else "false"
+    if is_parent_shares(column, value, parent_shares):
+        return PARENT_TEXT
     if is_unlimited(value):
         return UNLIMITED_TEXT
     # Names written before ledger.bounds refused control characters must not drive the
@@ -122,12 +139,20 @@ def display_value(column: str, value: Any) -> str:
     return printable(str(value))
 
 
-def json_row(row: dict[str, Any]) -> dict[str, Any]:
-    return {k: (UNLIMITED_TEXT if is_unlimited(v) else v) for k, v in row.items()}
+def json_row(row: dict[str, Any], parent_shares: bool = False) -> dict[str, Any]:
+    return {k: _json_value(k, v, parent_shares) for k, v in row.items()}
 
 
-def table(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
-    cells = [[display_value(c, row[c]) for c in columns] for row in rows]
+def _json_value(column: str, value: Any, parent_shares: bool) -> Any:
+    if is_parent_shares(column, value, parent_shares):
+        return PARENT_TEXT
+    return UNLIMITED_TEXT if is_unlimited(value) else value
+
+
+def table(
+    rows: Sequence[dict[str, Any]], columns: Sequence[str], parent_shares: bool = False
+) -> str:
+    cells = [[display_value(c, row[c], parent_shares) for c in columns] for row in rows]
     widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
     lines = [
         " | ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)),

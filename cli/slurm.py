@@ -46,10 +46,10 @@ def import_slurm(
         )
         return
     report = outcome.report
-    click.echo(json.dumps(report, indent=2) if as_json else _render(report))
+    click.echo(json.dumps(report, indent=2) if as_json else render_report(report))
 
 
-def _render(report: dict[str, Any]) -> str:
+def render_report(report: dict[str, Any]) -> str:
     balance = report["balance"]
     lines = [
         f"imported cluster {report['cluster']} from {report['file']} (sha256 "

@@ -14,6 +14,7 @@ import click
 from cli.params import AsOf, as_of_option
 from cli.session import session
 from ledger.bounds import printable
+from ledger.slurm_shares import PARENT_TEXT
 from ledger.sshare_format import format_double
 from ledger.state import ALGORITHMS, FAIR_TREE
 from ledger.usecases.sshare import SshareRequest, sshare
@@ -58,7 +59,7 @@ def columns(algorithm: str, long: bool) -> list[str]:
 
 def _raw_shares(line: SshareLine) -> str:
     if line.uses_parent:
-        return "parent"
+        return PARENT_TEXT
     return "" if line.raw_shares is None else str(line.raw_shares)
 
 
@@ -90,7 +91,7 @@ def _number(value: float | None) -> Any:
 _JSON: dict[str, Callable[[SshareLine], Any]] = {
     "Account": lambda x: x.account,
     "User": lambda x: x.user,
-    "RawShares": lambda x: "parent" if x.uses_parent else x.raw_shares,
+    "RawShares": lambda x: PARENT_TEXT if x.uses_parent else x.raw_shares,
     "NormShares": lambda x: _number(x.norm_shares),
     "RawUsage": lambda x: _number(x.raw_usage),
     "NormUsage": lambda x: _number(x.norm_usage),

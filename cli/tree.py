@@ -6,7 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from cli.output import SHARES_COLUMN, is_parent_shares
 from ledger.bounds import printable
+from ledger.slurm_parent import PARENT_TEXT
 
 HEADER = ("Bank", "Username", "Active", "RawShares", "RawUsage", "Fairshare")
 
@@ -20,10 +22,19 @@ def render_tree(
     banks: Sequence[dict[str, Any]],
     users: Sequence[dict[str, Any]],
     parsable: bool = False,
+    parent_shares: bool = False,
 ) -> str:
     """`banks`: bank_table rows; `users`: the association_table rows to show (the caller
     applies -c/-A to them; every bank is shown, as flux-accounting does). Children in name
-    order; the top bank's usage rounded to 2 places, as flux-accounting prints the root."""
+    order; the top bank's usage rounded to 2 places, as flux-accounting prints the root.
+    Shares are printed as numbers, as flux-accounting does, except Slurm's Fairshare=parent
+    on a site where it means that (`parent_shares`): `parent`, as sshare prints it."""
+
+    def shares(row: dict[str, Any]) -> str:
+        if is_parent_shares(SHARES_COLUMN, row["shares"], parent_shares):
+            return PARENT_TEXT
+        return str(row["shares"])
+
     by_parent: dict[str, list[dict[str, Any]]] = {}
     for bank in banks:
         by_parent.setdefault(bank["parent_bank"], []).append(bank)
@@ -40,7 +51,7 @@ def render_tree(
 
     def bank_line(bank: dict[str, Any], depth: int, usage: Any) -> str:
         name = " " * depth + bank["bank"]
-        values = [_active(bank["active"]), str(bank["shares"]), str(usage)]
+        values = [_active(bank["active"]), shares(bank), str(usage)]
         if parsable:
             return "|".join([name, "", *values])
         return name.ljust(20) + "".rjust(20) + "".join(v.rjust(20) for v in values)
@@ -50,7 +61,7 @@ def render_tree(
         values = [
             user["username"],
             _active(user["active"]),
-            str(user["shares"]),
+            shares(user),
             str(user["job_usage"]),
             str(user["fairshare"]),
         ]

@@ -181,8 +181,8 @@ def view_user(
     if job_usage and fields is not None:
         # argparse's words: flux-accounting declares the two mutually exclusive.
         raise click.UsageError("argument -J/--job-usage: not allowed with argument --fields")
-    out = Output(as_json, fmt, fields, parsable)
     conn = session(ctx).read(as_of)
+    out = Output(as_json, fmt, fields, parsable, parent_shares=queries.parent_shares(conn))
     if job_usage:
         periods = queries.usage_periods(conn, username)
         click.echo(out.render(periods, PERIOD_COLUMNS, default="json", empty=NO_RESULTS))
@@ -233,8 +233,10 @@ def list_users(
                     raise click.BadParameter(
                         f"{item!r} is not an integer", param_hint=f"--{name.replace('_', '-')}"
                     )
-    rows = queries.associations(session(ctx).read(as_of), filters)
-    click.echo(Output(as_json, fmt, fields).render(rows, ASSOCIATION_COLUMNS, empty=NO_RESULTS))
+    conn = session(ctx).read(as_of)
+    rows = queries.associations(conn, filters)
+    out = Output(as_json, fmt, fields, parent_shares=queries.parent_shares(conn))
+    click.echo(out.render(rows, ASSOCIATION_COLUMNS, empty=NO_RESULTS))
 
 
 COMMANDS = [add_user, edit_user, delete_user, view_user, list_users]

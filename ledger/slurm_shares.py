@@ -52,10 +52,10 @@ import numpy as np
 
 from ledger.errors import InvalidValue
 
-PARENT: int = 0x7FFFFFFF
-"""Raw shares meaning `Fairshare=parent`: Slurm's SLURMDB_FS_USE_PARENT, as it stores it in
-`shares_raw` (sacctmgr shows it as `parent`). Pass this as an account's or user's shares. Not
-flux-accounting's "unlimited" (ledger.limit_fields.UNLIMITED), though the number is the same."""
+# Re-exported: the facts live in a module without numpy, so that a read that prints them
+# (list-users, view-bank) does not pay for numpy at start-up.
+from ledger.slurm_parent import PARENT as PARENT
+from ledger.slurm_parent import PARENT_TEXT as PARENT_TEXT
 
 NO_VAL: int = 0xFFFFFFFE
 INFINITE: int = 0xFFFFFFFF

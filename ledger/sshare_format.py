@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from ledger.slurm_shares import INFINITE, INFINITE64, NO_VAL, NO_VAL64, PARENT
+from ledger.slurm_shares import INFINITE, INFINITE64, NO_VAL, NO_VAL64, PARENT, PARENT_TEXT
 
 _BLANK_DOUBLES = frozenset(float(v) for v in (NO_VAL, INFINITE, NO_VAL64, INFINITE64))
 
@@ -35,7 +35,7 @@ def format_raw_shares(shares: int | None) -> str:
     if shares is None:
         return ""
     if shares == PARENT:
-        return "parent"
+        return PARENT_TEXT
     return str(shares)
 
 

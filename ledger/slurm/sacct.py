@@ -68,6 +68,7 @@ OPTIONAL_COLUMNS = (
     "Priority",
 )
 NO_TIME = frozenset({"Unknown", "None", ""})
+SACCT_TIME_FORMAT = "%Y-%m-%dT%H:%M:%S"  # slurm_make_time_str's %FT%T, a wall time
 
 _ISO = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}")
 _EPOCH = re.compile(r"-?\d+")
@@ -312,7 +313,7 @@ def _time(row: Mapping[str, str], column: str, zone: Any) -> float | None:
             f"{column} {text!r} is not a time (YYYY-MM-DDTHH:MM:SS, epoch seconds, Unknown or None)"
         )
     try:
-        wall = datetime.strptime(text, "%Y-%m-%dT%H:%M:%S")
+        wall = datetime.strptime(text, SACCT_TIME_FORMAT)
     except ValueError:
         raise LineError(f"{column} {text!r} is not a valid date and time") from None
     local = wall.replace(tzinfo=zone)

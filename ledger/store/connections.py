@@ -32,7 +32,8 @@ from ledger.errors import InvalidValue, StoreUnavailable
 DEFAULT_URL = "sqlite:///fairledger.db"
 # Lowercase only: PostgreSQL folds unquoted names to lowercase, so "Acct" would name one schema
 # in our quoted DDL and another in any unquoted SQL a person types.
-_SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+SCHEMA_NAME_LENGTH = 63  # PostgreSQL's longest identifier (NAMEDATALEN - 1)
+_SCHEMA_NAME = re.compile(rf"^[a-z_][a-z0-9_]{{0,{SCHEMA_NAME_LENGTH - 1}}}$")
 _RESERVED_SCHEMA = re.compile(r"^(pg_.*|information_schema)$")
 URL_PARAMETERS = ("schema",)
 CONNECT_TIMEOUT_ENV = "FAIRLEDGER_CONNECT_TIMEOUT"

@@ -1,31 +1,45 @@
 """`fairledger demo`: a small site built and run on a new ledger as an administrator and the
 accounting cron would, week by week (ingest, update-fshare, an allocation change), then its
-tree a week ago and today and one association's history.
+tree a week ago and today and one association's history; then a Slurm site in a ledger of its
+own beside it (`slurm_store`): its `sacctmgr dump` imported, billing weights, a week of sacct
+jobs, update-fshare, and sshare under Fair Tree and previewed under classic.
 
 The run is a transcript: `run_demo` yields each command as it is about to run (`Running`),
 then what it returned, so that a front end shows them in the order they happen."""
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from ledger.clock import AsOf, real_now
+from ledger.errors import AlreadyExists, LedgerMissing
 from ledger.site import Site, Stamp
+from ledger.state import CLASSIC, FAIR_TREE, TIMEZONE_KEY
+from ledger.store.connections import SCHEMA_NAME_LENGTH, StoreConfig
+from ledger.usecases import demo_slurm
+from ledger.usecases.admin import VerifyReport, verify
 from ledger.usecases.demo_site import build_site, members, week_of_jobs
 from ledger.usecases.ingest import IngestResult, ingest
 from ledger.usecases.session import Session
+from ledger.usecases.slurm_import import Imported, import_source, parse_source
+from ledger.usecases.sshare import SshareRequest, sshare
 from projections.queries import history as history_view
 from projections.queries import site as site_queries
+from projections.queries.sshare import SshareAnswer
 
 WEEK = 7 * 86400
 DEMO_REASON = "demo site"
 JOBS_REASON = "demo jobs"
 SHOWN_USER = "alice"  # whose history the demo ends with: her limit changes in week 2
 TOP_BANK = "root"
+SLURM_SUFFIX = "slurm"  # demo/fairledger.db -> demo/fairledger-slurm.db; schema s -> s_slurm
+SLURM_REASON = "demo Slurm site"
 
 
 @dataclass(frozen=True)
@@ -71,15 +85,73 @@ class History:
     entries: list[history_view.Entry]
 
 
-Step = LedgerMade | Section | Running | JobsIngested | FairshareUpdated | BankTree | History
+@dataclass(frozen=True)
+class Verified:
+    report: VerifyReport
+
+
+@dataclass(frozen=True)
+class SlurmSection:
+    """The Slurm site's part of the run: its own ledger at `where`, its cron's time `at`."""
+
+    where: str
+    at: float
+
+
+@dataclass(frozen=True)
+class SlurmImported:
+    report: dict[str, Any]  # import-slurm's report
+
+
+@dataclass(frozen=True)
+class Sshare:
+    answer: SshareAnswer  # sshare -a -l
+
+
+Step = (
+    LedgerMade
+    | Section
+    | Running
+    | JobsIngested
+    | FairshareUpdated
+    | BankTree
+    | History
+    | Verified
+    | SlurmSection
+    | SlurmImported
+    | Sshare
+)
+
+
+def slurm_store(store: StoreConfig) -> StoreConfig:
+    """Where the demo's Slurm site lives, beside the Flux one: the SQLite file's name with
+    `-slurm` before its extension, or the PostgreSQL schema's name with `_slurm` (cut to
+    PostgreSQL's 63 characters)."""
+    if store.is_postgres:
+        suffix = f"_{SLURM_SUFFIX}"
+        kept = SCHEMA_NAME_LENGTH - len(suffix)
+        return dataclasses.replace(store, schema=store.schema[:kept] + suffix)
+    stem, extension = os.path.splitext(store.path)
+    return dataclasses.replace(store, path=f"{stem}-{SLURM_SUFFIX}{extension}")
 
 
 def run_demo(s: Session, weeks: int, seed: int) -> Iterator[Step]:
-    """Build the demo site on a new ledger at `s` (AlreadyExists if one is there) and run
-    `weeks` weeks of its accounting, the last ending now; jobs drawn with `seed` (valid, new
-    and few: their ingest has nothing to note on the way)."""
+    """Build the demo site on a new ledger at `s` and run `weeks` weeks of its accounting, the
+    last ending now; jobs drawn with `seed` (valid, new and few: their ingest has nothing to
+    note on the way). Then the Slurm site on a new ledger at `slurm_store(s.store)`.
+    AlreadyExists if either store holds a ledger."""
     now = s.now if s.now is not None else real_now()
     start = now - weeks * WEEK
+    slurm = Session(slurm_store(s.store), None, s.warn)
+    try:
+        _check_empty(slurm)  # before anything is written, so a second run writes nothing
+        yield from _run_flux_site(s, now, start, weeks, seed)
+        yield from run_slurm_site(slurm, now, seed)
+    finally:
+        slurm.close()
+
+
+def _run_flux_site(s: Session, now: float, start: float, weeks: int, seed: int) -> Iterator[Step]:
     s.create_ledger(WEEK, 4 * WEEK, 0.5, now=start, actor=s.actor, reason=DEMO_REASON)
     yield LedgerMade(s.store.describe())
     s.change(build_site, reason=DEMO_REASON)
@@ -106,6 +178,66 @@ def run_demo(s: Session, weeks: int, seed: int) -> Iterator[Step]:
     yield History(
         history_view.read_history(s.ledger, s.read(), history_view.Selector("user", SHOWN_USER))
     )
+    yield Running("verify")
+    yield Verified(verify(s))
+
+
+def _check_empty(s: Session) -> None:
+    try:
+        s.ledger  # noqa: B018 (opening it finds a ledger there, or LedgerMissing)
+    except LedgerMissing:
+        return
+    raise AlreadyExists(f"a ledger already exists at {s.store.describe()}")
+
+
+def run_slurm_site(s: Session, now: float, seed: int) -> Iterator[Step]:
+    """The Slurm site, on a new ledger at `s`: created under Fair Tree a week before `now`, its
+    tree imported from a dump, billing weights on its partitions; at `now` a week of its jobs
+    from sacct, update-fshare, sshare, the same tree previewed under classic, and the policy's
+    history."""
+    created = now - WEEK
+    yield SlurmSection(s.store.describe(), now)
+    yield Running(f"create-db --fairshare-algorithm {FAIR_TREE}")
+    s.create_ledger(
+        WEEK,
+        4 * WEEK,
+        0.5,
+        now=created,
+        actor=s.actor,
+        reason=SLURM_REASON,
+        fairshare_algorithm=FAIR_TREE,
+    )
+    yield LedgerMade(s.store.describe())
+    s.set_now(created)
+    yield Running(f"edit-config {TIMEZONE_KEY}={demo_slurm.TIMEZONE}")
+    s.change(
+        lambda site, st: site.edit_config(st, [(TIMEZONE_KEY, demo_slurm.TIMEZONE)]),
+        reason=SLURM_REASON,
+    )
+    yield Running(f"import-slurm {demo_slurm.DUMP_NAME}")
+    source = parse_source(demo_slurm.DUMP_NAME, demo_slurm.DUMP.encode())
+    outcome = import_source(s, source, reason=SLURM_REASON)
+    if isinstance(outcome, Imported):  # always: the ledger is new
+        yield SlurmImported(outcome.report)
+    for queue, weights in demo_slurm.PARTITIONS.items():
+        yield Running(f"add-queue {queue}")
+        s.change(_add_queue(queue), reason=SLURM_REASON)
+        yield Running(f"edit-queue {queue} --billing-weights '{weights}'")
+        s.change(_billing_weights(queue, weights), reason=SLURM_REASON)
+    s.set_now(now)
+    lines = demo_slurm.week_of_sacct(created, now, seed)
+    yield Running(f"ingest --format sacct {demo_slurm.SACCT_NAME}")
+    yield JobsIngested(ingest(s, iter(lines), demo_slurm.SACCT_NAME, "sacct", reason=JOBS_REASON))
+    yield Running("update-fshare")
+    yield FairshareUpdated(s.change(_update_fairshare))
+    yield Running("sshare -a -l")
+    yield Sshare(sshare(s, SshareRequest(all_users=True)))
+    yield Running(f"sshare -a -l --algorithm {CLASSIC}")
+    yield Sshare(sshare(s, SshareRequest(all_users=True, algorithm=CLASSIC)))
+    yield Running("history --config")
+    yield History(history_view.read_history(s.ledger, s.read(), history_view.Selector("config")))
+    yield Running("verify")
+    yield Verified(verify(s))
 
 
 def _reallocate(s: Session) -> Iterator[Step]:
@@ -117,6 +249,20 @@ def _reallocate(s: Session) -> Iterator[Step]:
         lambda site, st: site.edit_user(st, "alice", None, {"max_running_jobs": 10}),
         reason="paper deadline",
     )
+
+
+def _add_queue(queue: str) -> Callable[[Site, Stamp], None]:
+    def command(site: Site, stamp: Stamp) -> None:
+        site.add_queue(stamp, queue, {})
+
+    return command
+
+
+def _billing_weights(queue: str, weights: str) -> Callable[[Site, Stamp], bool]:
+    def command(site: Site, stamp: Stamp) -> bool:
+        return site.edit_queue(stamp, queue, {}, weights)
+
+    return command
 
 
 def _update_fairshare(site: Site, stamp: Stamp) -> datetime:

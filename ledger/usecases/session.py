@@ -55,8 +55,13 @@ class Session:
     """`warn` receives the lines a front end shows beside its answer (a lagging read model, the
     moment an as-of answer reflects), so stdout stays the answer alone."""
 
-    def __init__(self, db_url: str | None, now: str | None, warn: Warn = _ignore) -> None:
-        self.store: StoreConfig = parse_store_url(db_url or DEFAULT_URL)
+    def __init__(
+        self, db_url: str | StoreConfig | None, now: str | None, warn: Warn = _ignore
+    ) -> None:
+        # A StoreConfig: a store derived from another (the demo's Slurm ledger beside its own).
+        self.store: StoreConfig = (
+            db_url if isinstance(db_url, StoreConfig) else parse_store_url(db_url or DEFAULT_URL)
+        )
         self.warn = warn
         self._ledger: Ledger | None = None
         self._conn: Connection | None = None

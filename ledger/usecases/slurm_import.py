@@ -101,7 +101,19 @@ def import_slurm(
     """Import the `sacctmgr dump` file at `dump_path` (and `sshare` output at `usage_path`)
     into the ledger, which must exist and hold no site yet."""
     started = time.perf_counter()
-    source = read_source(dump_path, usage_path)
+    return import_source(s, read_source(dump_path, usage_path), actor, reason, started)
+
+
+def import_source(
+    s: Session,
+    source: SlurmSource,
+    actor: str | None = None,
+    reason: str | None = None,
+    started: float | None = None,
+) -> SlurmImportOutcome:
+    """Import a dump already read and parsed (`read_source`, or `parse_source` of text held in
+    memory, as the demo's); `started`: when the reading began, for the report's time."""
+    started = time.perf_counter() if started is None else started
     state = s.ledger.state()
     if source.sha256 in state.imports:
         return AlreadyImported(source.file, source.sha256, state.imports[source.sha256]["at"])
@@ -122,12 +134,23 @@ def read_source(dump_path: str, usage_path: str | None) -> SlurmSource:
     """Both files read and parsed; InvalidValue (one line per offending line) if either is
     malformed, before the ledger is touched."""
     dump_bytes = _read(dump_path)
+    usage_bytes = None if usage_path is None else _read(usage_path)
+    return parse_source(dump_path, dump_bytes, usage_path, usage_bytes)
+
+
+def parse_source(
+    dump_path: str,
+    dump_bytes: bytes,
+    usage_path: str | None = None,
+    usage_bytes: bytes | None = None,
+) -> SlurmSource:
+    """The dump (and sshare output) given as bytes, named by their paths, parsed and checked;
+    InvalidValue (one line per offending line) if either is malformed."""
     dump = _parsed(parse_dump, _text(dump_bytes, dump_path))
     _check_one_association_per_account(dump)
     digest = hashlib.sha256(dump_bytes)
     rows: tuple[SshareRow, ...] = ()
-    if usage_path is not None:
-        usage_bytes = _read(usage_path)
+    if usage_path is not None and usage_bytes is not None:
         rows = _parsed(parse_sshare, _text(usage_bytes, usage_path)).rows
         _check_usage_rows(rows, dump)
         digest.update(b"\0sshare\0" + usage_bytes)  # another usage file is another import

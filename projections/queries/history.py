@@ -20,9 +20,10 @@ Which events touch what (a `Selector`):
 
 from __future__ import annotations
 
+import bisect
 import json
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from eventsourcing.utils import get_topic
@@ -31,6 +32,7 @@ from ledger import events as ev
 from ledger.clock import iso
 from ledger.errors import NotFound
 from ledger.joblog import JobLog
+from ledger.state import ALGORITHM_KEY, WEIGHTED_WALK
 from ledger.store.application import Ledger
 from ledger.store.connections import Connection
 
@@ -63,6 +65,9 @@ class Entry:
     details: dict[str, Any] = field(default_factory=dict)
     username: str | None = None  # for association and user entries
     bank: str | None = None  # for association entries
+    # Shares of 2147483647 are Slurm's Fairshare=parent: a Slurm algorithm was in force when
+    # the event was recorded (the weighted walk reads them as flux-accounting's "unlimited").
+    parent_shares: bool = False
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -402,4 +407,32 @@ def read_history(
     if selector.kind == "all":
         start, stop = position_bounds(conn, since, until)
     events = read_events(ledger, topics(selector), start, stop)
-    return select(entries_of(events), selector, since, until)
+    entries = select(entries_of(events), selector, since, until)
+    if not entries:
+        return entries
+    switches = algorithm_switches(ledger, entries[-1].position)
+    starts = [position for position, _ in switches]
+
+    def in_force(position: int) -> str:
+        index = bisect.bisect_right(starts, position) - 1
+        return switches[index][1] if index >= 0 else WEIGHTED_WALK
+
+    return [
+        replace(e, parent_shares=True) if in_force(e.position) != WEIGHTED_WALK else e
+        for e in entries
+    ]
+
+
+def algorithm_switches(ledger: Ledger, stop: int) -> list[tuple[int, str]]:
+    """(log position, fair-share algorithm in force from it) for the ledger's creation and each
+    change of the algorithm up to `stop`: the few config events, read apart from a windowed
+    history so that its first entries know the algorithm too."""
+    out: list[tuple[int, str]] = []
+    config_topics = [get_topic(c) for c in (ev.LedgerCreated, ev.ConfigChanged, ev.ConfigRemoved)]
+    for event, position in read_events(ledger, config_topics, None, stop):
+        if isinstance(event, ev.LedgerCreated):
+            out.append((position, event.config.get(ALGORITHM_KEY, WEIGHTED_WALK)))
+        elif event.key == ALGORITHM_KEY:
+            new = getattr(event, "new", None)
+            out.append((position, str(new) if new is not None else WEIGHTED_WALK))
+    return out

@@ -7,11 +7,13 @@ from typing import Any
 
 from ledger.errors import NotFound
 from ledger.state import (
+    ALGORITHM_KEY,
     CONFIG_DEFAULTS,
     EDITABLE_CONFIG_KEYS,
     FACTOR_DEFAULTS,
     RESET_PERIOD_KEY,
     USAGE_MODEL_KEY,
+    WEIGHTED_WALK,
     periods_half_life,
     reset_period_seconds,
     usage_model_of,
@@ -173,6 +175,14 @@ def config(conn: Connection, key: str) -> Row:
     if not rows:
         raise NotFound(f"key {key} not found in config_table")
     return rows[0]
+
+
+def parent_shares(conn: Connection) -> bool:
+    """Whether shares of 2147483647 (ledger.slurm_shares.PARENT) are Slurm's Fairshare=parent
+    in these read models: under fair-tree or classic, whose trees read them so. Under the
+    weighted walk they are a number of shares, which flux-accounting's output prints as its
+    "unlimited"."""
+    return config(conn, ALGORITHM_KEY)["value"] != WEIGHTED_WALK
 
 
 def usage_periods(conn: Connection, username: str) -> list[Row]:

@@ -84,13 +84,13 @@ def test_a_site_comes_over_with_shares_defaults_and_usage(ledger_store: Store) -
         ("alice", "chemistry"): (5, "chemistry", 100.0),
         ("alice", "optics"): (2, "chemistry", 1000.25),
         ("brian", "chemistry"): (1, "chemistry", 0.0),
-        # Fairshare=2147483647 and Fairshare=parent are one value, PARENT; list-users --json
-        # shows 2147483647 as flux-accounting's "unlimited".
-        ("carol", "theory"): ("unlimited", "theory", 0.0),
-        ("dave", "theory"): ("unlimited", "theory", 0.0),
+        # Fairshare=2147483647 and Fairshare=parent are one value, PARENT; on this Fair Tree
+        # site list-users --json shows it as Slurm does, "parent".
+        ("carol", "theory"): ("parent", "theory", 0.0),
+        ("dave", "theory"): ("parent", "theory", 0.0),
         ("erin", "optics"): (1, "optics", 234.25),  # no Fairshare: Slurm's default, 1
     }
-    assert banks(ledger_store)["theory"] == ("physics", "unlimited")
+    assert banks(ledger_store)["theory"] == ("physics", "parent")
 
 
 def test_the_text_report(ledger_store: Store) -> None:
@@ -140,7 +140,7 @@ def test_the_vectors_trees_and_usage_come_over(ledger_store: Store, name: str) -
             shares(raw),
         )
     shown_banks = {
-        bank: (parent, PARENT if value == "unlimited" else value)
+        bank: (parent, PARENT if value == "parent" else value)
         for bank, (parent, value) in banks(ledger_store).items()
     }
     assert shown_banks == expected_banks
@@ -150,7 +150,7 @@ def test_the_vectors_trees_and_usage_come_over(ledger_store: Store, name: str) -
     }
     shown_users = {
         key: (
-            PARENT if row["shares"] == "unlimited" else row["shares"],
+            PARENT if row["shares"] == "parent" else row["shares"],
             row["default_bank"],
             row["job_usage"],
         )

@@ -21,7 +21,7 @@ from tests.conftest import Store
 ROOT = Path(__file__).resolve().parents[2]
 # What a small read must not import: the Ledger application and the library under it, the Site
 # aggregate and its events, the projector.
-HEAVY = ("eventsourcing", "ledger.site", "ledger.events", "ledger.store.application")
+HEAVY = ("eventsourcing", "ledger.site", "ledger.events", "ledger.store.application", "numpy")
 HEAVY_WRITERS = ("projections.writers.runner",)
 
 

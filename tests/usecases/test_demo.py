@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
+from ledger.store.connections import parse_store_url
 from ledger.usecases import demo
 from ledger.usecases.session import Session
 from tests.conftest import T0
@@ -39,13 +41,60 @@ def test_the_demo_announces_each_command_before_its_result(tmp_path: Path) -> No
         "BankTree",
         "history --user alice",
         "History",
+        "verify",
+        "Verified",
+        # the Slurm site, in its own ledger
+        "SlurmSection",
+        "create-db --fairshare-algorithm fair-tree",
+        "LedgerMade",
+        "edit-config timezone=America/Chicago",
+        "import-slurm tux.cfg",
+        "SlurmImported",
+        "add-queue batch",
+        "edit-queue batch --billing-weights 'CPU=1.0,Mem=0.25G'",
+        "add-queue gpu",
+        "edit-queue gpu --billing-weights 'CPU=1.0,Mem=0.25G,GRES/gpu=2.0'",
+        "ingest --format sacct tux-week.sacct",
+        "JobsIngested",
+        "update-fshare",
+        "FairshareUpdated",
+        "sshare -a -l",
+        "Sshare",
+        "sshare -a -l --algorithm classic",
+        "Sshare",
+        "history --config",
+        "History",
+        "verify",
+        "Verified",
     ]
     weeks = [step for step in steps if isinstance(step, demo.Section)]
     assert [(w.week, w.at) for w in weeks] == [(1, T0 - demo.WEEK), (2, T0), (None, None)]
     ingested = [step.result for step in steps if isinstance(step, demo.JobsIngested)]
-    assert [(r.recorded, r.duplicate, r.unmatched) for r in ingested] == [(500, 0, 0)] * 2
+    assert [(r.recorded, r.duplicate, r.unmatched) for r in ingested] == [
+        (500, 0, 0),
+        (500, 0, 0),
+        (120, 0, 0),  # the Slurm site's week
+    ]
+    slurm = [step for step in steps if isinstance(step, demo.SlurmSection)][0]
+    assert (slurm.where, slurm.at) == (f"sqlite:///{tmp_path / 'demo-slurm.db'}", T0)
+    previews = [step.answer for step in steps if isinstance(step, demo.Sshare)]
+    assert [(a.algorithm, a.previewed) for a in previews] == [
+        ("fair-tree", False),
+        ("classic", True),
+    ]
     trees = [step for step in steps if isinstance(step, demo.BankTree)]
     assert [len(t.members) for t in trees] == [12, 12]
     assert trees[0].members != trees[1].members  # a week of usage apart
-    history = [step for step in steps if isinstance(step, demo.History)][0]
+    history, config = [step for step in steps if isinstance(step, demo.History)]
     assert len(history.entries) == 2  # alice added, then her limit raised
+    assert [e.action for e in config.entries] == ["create-db", "edit-config"]
+
+
+def test_the_slurm_site_lives_beside_the_flux_one() -> None:
+    """The store of the demo's Slurm site (README: make demo)."""
+    sqlite = parse_store_url("sqlite:///demo/fairledger.db")
+    assert demo.slurm_store(sqlite).path == os.path.abspath("demo/fairledger-slurm.db")
+    pg = parse_store_url("postgresql://u@h:5432/db?schema=acct")
+    assert demo.slurm_store(pg).describe() == "postgresql://u@h:5432/db?schema=acct_slurm"
+    longest = parse_store_url("postgresql://u@h:5432/db?schema=" + "s" * 63)
+    assert demo.slurm_store(longest).schema == "s" * 57 + "_slurm"  # PostgreSQL's 63
