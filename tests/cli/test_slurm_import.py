@@ -172,8 +172,8 @@ def test_a_weighted_walk_ledger_becomes_a_fair_tree_site(ledger_store: Store) ->
     allows them: the import records the switch first, and history shows it."""
     report = json.loads(imported(ledger_store, "test_130_2.cfg", None, "--json").stdout)
     assert report["fairshare_algorithm"] == ["weighted-walk", "fair-tree"]
-    assert ledger_store.run("view-config", "fairshare_algorithm").stdout.strip().endswith(
-        "fair-tree"
+    assert (
+        ledger_store.run("view-config", "fairshare_algorithm").stdout.strip().endswith("fair-tree")
     )
     history = ledger_store.run("history", "--config").stdout
     assert "fairshare_algorithm" in history and "fair-tree" in history
