@@ -14,7 +14,7 @@ from ledger.flux_accounting.tables import (
     QUEUE_COLUMNS,
 )
 
-READ_MODEL_VERSION = 10  # 10: qos_table, an association's qos and default_qos
+READ_MODEL_VERSION = 10  # 10: qos_table, an association's qos and default_qos, a job's qos
 
 TABLES: dict[str, str] = {
     "projection_tracking": """
