@@ -40,7 +40,8 @@ def link(
 
 
 # Fields a record gains when it is recorded (the charge, billing and QOS usage factor under
-# the weights then in force, an import's mark): the same job ingested again under other weights is the same job.
+# the weights then in force, an import's mark): the same job ingested again under other
+# weights is the same job.
 _DERIVED_FIELDS = ("charge", "in_balance", "billing", "usage_factor")
 
 
