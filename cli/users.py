@@ -251,10 +251,11 @@ def list_users(
 
 
 def association_columns(rows: list[dict[str, Any]], out: Output) -> list[str]:
-    """flux-accounting's columns, then the Slurm QOS columns when a row has a QOS or they are
-    asked for: a Flux site's output stays flux-accounting's."""
-    wanted = out.fields is not None or out.fmt is not None
-    if wanted or any(row[c] for row in rows for c in ASSOCIATION_QOS_COLUMNS):
+    """flux-accounting's columns, then the Slurm QOS columns when a row has a QOS or --fields
+    or -o names one: a Flux site's output (and its errors' column lists) stays
+    flux-accounting's."""
+    asked = f"{out.fields or ''} {out.fmt or ''}"
+    if "qos" in asked or any(row[c] for row in rows for c in ASSOCIATION_QOS_COLUMNS):
         return [*ASSOCIATION_COLUMNS, *ASSOCIATION_QOS_COLUMNS]
     return list(ASSOCIATION_COLUMNS)
 

@@ -130,6 +130,11 @@ def test_associations_take_a_qos_list_and_default(ledger_store: Store) -> None:
     # A site whose associations name no QOS prints flux-accounting's columns only.
     (row,) = json.loads(store.run("view-user", "amy", now=T0 + 100).stdout)
     assert "qos" not in row and "default_qos" not in row
+    # ... unless asked for by name.
+    named = store.run("view-user", "amy", "--fields", "username,qos", now=T0 + 100).stdout
+    assert json.loads(named) == [{"username": "amy", "qos": ""}]
+    listed = store.run("list-users", "-o", "{username}:{default_qos}", now=T0 + 100).stdout
+    assert listed == "username:default_qos\namy:\n"
     store.run(
         "edit-user", "amy", "--qos", "normal,high", "--default-qos", "normal", *OPS, now=T0 + 200
     )
