@@ -216,3 +216,21 @@ def test_the_usage_factor_scales_continuous_usage(store: Store) -> None:
     store.run("edit-qos", "high", "--usage-factor", "1", now=T0 + 400)
     store.run("rebuild", now=T0 + 400)
     assert usage(store, T0 + 400) == 1400.0
+
+
+def test_sacct_jobs_of_an_imported_site_are_charged_with_their_qos(store: Store) -> None:
+    # The site's dump (tests/data/slurm/site.cfg) defines QOS high with UsageFactor=2.0 and
+    # normal (1); no decay and a yearly reset, so raw usage is billing · seconds.
+    store.run("create-db", "--fairshare-algorithm", "fair-tree")
+    store.run("edit-config", "priority_usage_reset_period=YEARLY", "priority_decay_half_life=0")
+    store.run("import-slurm", str(DATA / "slurm" / "site.cfg"))
+    sacct = (
+        "JobIDRaw|User|Account|Partition|QOS|Start|End|State|NCPUS\n"
+        f"1|brian|chemistry|batch|high|{T0 + 100}|{T0 + 200}|COMPLETED|4\n"
+        f"2|brian|chemistry|batch|normal|{T0 + 100}|{T0 + 200}|COMPLETED|4\n"
+    )
+    store.run("ingest", "--format", "sacct", "-", input=sacct, now=T0 + 300)
+    store.run("update-usage", now=T0 + 300)
+    rows = json.loads(store.run("list-users", "--json", "--username", "brian", now=T0 + 300).stdout)
+    # 4 CPUs · 2.0 · 100 s + 4 CPUs · 1.0 · 100 s
+    assert [r["job_usage"] for r in rows] == [1200.0]
