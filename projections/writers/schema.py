@@ -14,7 +14,9 @@ from ledger.flux_accounting.tables import (
     QUEUE_COLUMNS,
 )
 
-READ_MODEL_VERSION = 10  # 10: qos_table, an association's qos and default_qos, a job's qos
+# 11: qos_table, an association's qos and default_qos, a job's qos; 10 (on main): clear-usage's
+# 0.5 indexed as a stored fair-share; 9: a queue's billing_weights
+READ_MODEL_VERSION = 11
 
 TABLES: dict[str, str] = {
     "projection_tracking": """
