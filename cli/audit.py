@@ -26,6 +26,7 @@ def _selector(
     project: str | None,
     config: bool,
     all_: bool,
+    qos: str | None = None,
 ) -> history_view.Selector:
     chosen = [
         name
@@ -33,6 +34,7 @@ def _selector(
             ("--bank", bank is not None and user is None),
             ("--user", user is not None),
             ("--queue", queue is not None),
+            ("--qos", qos is not None),
             ("--project", project is not None),
             ("--config", config),
             ("--all", all_),
@@ -42,7 +44,7 @@ def _selector(
     if len(chosen) > 1:
         raise click.UsageError(
             f"{' and '.join(chosen)} cannot be combined: choose one of --bank, --user "
-            "(optionally with --bank), --queue, --project, --config, --all"
+            "(optionally with --bank), --queue, --qos, --project, --config, --all"
         )
     if user is not None:
         return history_view.Selector("user", user, bank)
@@ -50,6 +52,8 @@ def _selector(
         return history_view.Selector("bank", bank)
     if queue is not None:
         return history_view.Selector("queue", queue)
+    if qos is not None:
+        return history_view.Selector("qos", qos)
     if project is not None:
         return history_view.Selector("project", project)
     return history_view.Selector("config" if config else "all")
@@ -64,6 +68,7 @@ def _selector(
     help="A user's association events (with --bank: that association only).",
 )
 @click.option("--queue", default=None, metavar="QUEUE", help="A queue's events.")
+@click.option("--qos", default=None, metavar="QOS", help="A QOS's events.")
 @click.option("--project", default=None, metavar="PROJECT", help="A project's events.")
 @click.option("--config", is_flag=True, help="create-db, edit-config and edit-factor events.")
 @click.option(
@@ -88,6 +93,7 @@ def history(
     bank: str | None,
     user: str | None,
     queue: str | None,
+    qos: str | None,
     project: str | None,
     config: bool,
     all_: bool,
@@ -99,7 +105,7 @@ def history(
 
     Line: TIME  ACTOR  ACTION OBJECT: FIELD OLD → NEW, ...  (REASON)
     """
-    selector = _selector(bank, user, queue, project, config, all_)
+    selector = _selector(bank, user, queue, project, config, all_, qos)
     s = session(ctx)
     conn = s.read()
     entries = history_view.read_history(

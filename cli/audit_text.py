@@ -16,7 +16,7 @@ from ledger.fairshare import FAIRSHARE_DECIMALS
 from ledger.limit_fields import is_unlimited
 from ledger.site import ON_BEHALF_OF
 from ledger.slurm_parent import PARENT_TEXT
-from ledger.state import ASSOCIATION_DEFAULTS, QUEUE_DEFAULTS
+from ledger.state import ASSOCIATION_DEFAULTS, QOS_DEFAULTS, QUEUE_DEFAULTS
 from projections.queries.diff import SECTIONS, Diff, Row, Section
 from projections.queries.history import Entry
 
@@ -65,8 +65,9 @@ def _summary_changes(entry: Entry) -> dict[str, list[Any]]:
             for k, v in entry.changes.items()
             if k in keep or ASSOCIATION_DEFAULTS.get(k, object()) != v[1]
         }
-    if entry.event == "QueueAdded":
-        return {k: v for k, v in entry.changes.items() if QUEUE_DEFAULTS.get(k) != v[1]}
+    if entry.event in ("QueueAdded", "QosAdded"):
+        defaults = QUEUE_DEFAULTS if entry.event == "QueueAdded" else QOS_DEFAULTS
+        return {k: v for k, v in entry.changes.items() if defaults.get(k) != v[1]}
     return entry.changes
 
 

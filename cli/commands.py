@@ -8,6 +8,14 @@ from __future__ import annotations
 
 # name: (module under cli/, short help as click derives it from the command's docstring)
 INDEX: dict[str, tuple[str, str]] = {
+    "list-qos": ("qos", "List QOS."),
+    "view-qos": ("qos", "Show QOS (JSON; a table with --parsable)."),
+    "delete-qos": ("qos", "Remove QOS (refused while an association lists it)."),
+    "edit-qos": (
+        "qos",
+        "Edit QOS; jobs already recorded keep the usage factor they were charged with.",
+    ),
+    "add-qos": ("qos", "Add the QOS named QOS (Slurm's quality of service)."),
     "add-bank": ("banks", "Add BANK with SHARES under --parent-bank (or reactivate it)."),
     "add-config": (
         "settings",

@@ -55,7 +55,7 @@ def render_report(report: dict[str, Any]) -> str:
         f"imported cluster {report['cluster']} from {report['file']} (sha256 "
         f"{report['sha256'][:12]}) in {report['seconds']:.2f}s",
         f"banks {report['banks']}, associations {report['associations']}, default banks set "
-        f"{report['default_banks']}",
+        f"{report['default_banks']}" + (f", QOS {report['qos']}" if report["qos"] else ""),
     ]
     if report["fairshare_algorithm"] is not None:
         old_algorithm, new_algorithm = report["fairshare_algorithm"]

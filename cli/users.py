@@ -14,7 +14,7 @@ from ledger.errors import InvalidValue
 from ledger.limit_fields import ASSOCIATION_LIMIT_FIELDS
 from ledger.usecases import users
 from projections.queries import site as queries
-from projections.writers.schema import ASSOCIATION_COLUMNS
+from projections.writers.schema import ASSOCIATION_COLUMNS, ASSOCIATION_QOS_COLUMNS
 
 # view-user -J: the rows of flux-accounting's job_usage_per_association_table.
 PERIOD_COLUMNS = ["username", "userid", "bank", "period", "value"]
@@ -39,6 +39,18 @@ def association_options(limit_type: Any) -> Any:
                 ),
                 click.option("--default-project", default=None),
                 click.option("--max-sched-jobs", type=limit_type, default=None),
+                click.option(
+                    "--qos",
+                    default=None,
+                    metavar="QOS,...",
+                    help="Slurm's QOS list of the association (each an existing QOS).",
+                ),
+                click.option(
+                    "--default-qos",
+                    default=None,
+                    metavar="QOS",
+                    help="The association's default QOS (one of its --qos list).",
+                ),
             ]
         ):
             func = option(func)
@@ -187,8 +199,8 @@ def view_user(
         periods = queries.usage_periods(conn, username)
         click.echo(out.render(periods, PERIOD_COLUMNS, default="json", empty=NO_RESULTS))
         return
-    columns = out.select(ASSOCIATION_COLUMNS)
-    rows = queries.user_rows(conn, username)
+    rows = queries.user_rows(conn, username, with_qos=True)
+    columns = out.select(association_columns(rows, out))
     if list_banks and out.fmt is None:
         click.echo("\n".join(printable(r["bank"]) for r in rows))
         return
@@ -234,9 +246,19 @@ def list_users(
                         f"{item!r} is not an integer", param_hint=f"--{name.replace('_', '-')}"
                     )
     conn = session(ctx).read(as_of)
-    rows = queries.associations(conn, filters)
+    rows = queries.associations(conn, filters, with_qos=True)
     out = Output(as_json, fmt, fields, parent_shares=queries.parent_shares(conn))
-    click.echo(out.render(rows, ASSOCIATION_COLUMNS, empty=NO_RESULTS))
+    click.echo(out.render(rows, association_columns(rows, out), empty=NO_RESULTS))
+
+
+def association_columns(rows: list[dict[str, Any]], out: Output) -> list[str]:
+    """flux-accounting's columns, then the Slurm QOS columns when a row has a QOS or --fields
+    or -o names one: a Flux site's output (and its errors' column lists) stays
+    flux-accounting's."""
+    asked = f"{out.fields or ''} {out.fmt or ''}"
+    if "qos" in asked or any(row[c] for row in rows for c in ASSOCIATION_QOS_COLUMNS):
+        return [*ASSOCIATION_COLUMNS, *ASSOCIATION_QOS_COLUMNS]
+    return list(ASSOCIATION_COLUMNS)
 
 
 COMMANDS = [add_user, edit_user, delete_user, view_user, list_users]

@@ -74,10 +74,16 @@ FACTOR_WEIGHT_MIN, FACTOR_WEIGHT_MAX = INT32_MIN, INT32_MAX
 ID_MAX = INT32_MAX  # bank_id, project_id: INTEGER columns
 USERID_MAX = UINT32_MAX
 COUNT_MAX = INT32_MAX  # a job's nnodes, ncores, ngpus
+# A Slurm QOS's Priority is a uint32 whose top value is INFINITE (unset): 0..2^32-2, as
+# ledger.slurm_priority.QosInfo takes it. BIGINT holds it.
+QOS_PRIORITY_MAX = UINT32_MAX - 1
 
 # --- charges -------------------------------------------------------------------------------------
 CHARGE_UNITS = 100000  # charges are rounded to 5 decimals and summed as integers of 1e-5
 CHARGE_WEIGHT_MAX = 1e6  # node_weight, core_weight, gpu_weight
+# A QOS's UsageFactor (a double in Slurm) multiplies a job's charge and billing: kept to the
+# resource weights' range, so the product stays finite before the charge bound refuses it.
+USAGE_FACTOR_MAX = CHARGE_WEIGHT_MAX
 JOB_CHARGE_MAX = 1e12  # one job's charge, in weighted resource-seconds
 ASSOCIATION_CHARGE_UNITS_MAX = INT64_MAX  # all of one job identity's charges, in 1e-5 units
 

@@ -39,14 +39,19 @@ def link(
     return digest.hexdigest()
 
 
-# Fields a record gains when it is recorded (the charge and billing under the weights then in
-# force, an import's mark): the same job ingested again under other weights is the same job.
-_DERIVED_FIELDS = ("charge", "in_balance", "billing")
+# Fields a record gains when it is recorded (the charge, billing and QOS usage factor under
+# the weights then in force, an import's mark): the same job ingested again under other
+# weights is the same job.
+_DERIVED_FIELDS = ("charge", "in_balance", "billing", "usage_factor")
 
 
 def record_digest(record: dict[str, Any]) -> str:
     """What a job record says, as one digest: two records with the same (cluster, id) and
     different digests are a conflict, not a duplicate."""
     said = {k: v for k, v in record.items() if k not in _DERIVED_FIELDS}
+    if "qos" in said:
+        # Kept under "extra" before the record named it: the same job read again then and
+        # now says the same thing.
+        said["extra"] = {**said.get("extra", {}), "qos": said.pop("qos")}
     text = json.dumps(said, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()

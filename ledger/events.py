@@ -137,6 +137,20 @@ class QueueRemoved(SiteEvent):
     queue: str
 
 
+class QosAdded(SiteEvent):
+    qos: str
+    fields: dict[str, Any]  # priority, usage_factor, flags, description
+
+
+class QosEdited(SiteEvent):
+    qos: str
+    changes: dict[str, list[Any]]  # field -> [old, new]
+
+
+class QosRemoved(SiteEvent):
+    qos: str
+
+
 class ProjectAdded(SiteEvent):
     project: str
     project_id: int

@@ -34,6 +34,7 @@ _KNOWN = {
     "cluster",
     "R",
     "tres",
+    "qos",
 }
 
 
@@ -124,21 +125,42 @@ def billing_mode(state: SiteState) -> BillingMode:
 
 def job_billing(job: JobRecord, state: SiteState) -> float | None:
     """The job's billing (Slurm's billable TRES per second) under its queue's weights and the
-    priority_flags in force; None when it is just the job's CPUs (no weights and no `tres`),
-    which the continuous usage model reads from ncores (ledger.site_usage.record_billing)."""
+    priority_flags in force, times its QOS's UsageFactor (research slurm.md §3.3: 0 adds no
+    usage; no QOS, or one the ledger does not know, is 1); None when it is just the job's CPUs
+    (no weights, no `tres`, factor 1), which the continuous usage model reads from ncores
+    (ledger.site_usage.record_billing)."""
+    factor = state.usage_factor(job.qos)
     queue = state.queues.get(job.queue) if job.queue else None
     weights = parse_billing_weights(queue.billing_weights) if queue is not None else None
-    if weights is None and job.tres is None:
+    if weights is None and job.tres is None and factor == 1.0:
         return None
     alloc = job.tres if job.tres is not None else allocated_tres(job)
     if weights is None:
-        return float(alloc.get("cpu", job.ncores))
-    billing = billable_tres(alloc, weights, billing_mode(state))
+        billing = float(alloc.get("cpu", job.ncores))
+    else:
+        billing = billable_tres(alloc, weights, billing_mode(state))
+    billing *= factor
     try:
         bounds.check_charge(billing * (job.t_inactive - job.t_run))
     except InvalidValue as err:
         raise JobRecordError(f"billing {billing:g} per second: {err}") from None
     return billing
+
+
+def job_charge(
+    job: JobRecord, weights: tuple[float, float, float], usage_factor: float = 1.0
+) -> float:
+    """flux-accounting's charge under the weights in force, times the job's QOS UsageFactor
+    (rounded again to 5 decimals, as every charge is), within the charge bound."""
+    charge = job.charge(*weights)
+    if usage_factor == 1.0:
+        return charge
+    scaled = round(charge * usage_factor, 5)
+    try:
+        bounds.check_charge(scaled)
+    except InvalidValue as err:
+        raise JobRecordError(f"{err} under QOS {job.qos} (usage factor {usage_factor:g})") from None
+    return scaled
 
 
 def allocated_tres(job: JobRecord) -> dict[str, float]:
@@ -147,11 +169,17 @@ def allocated_tres(job: JobRecord) -> dict[str, float]:
 
 
 def to_record(
-    job: JobRecord, node_w: float, core_w: float, gpu_w: float, billing: float | None = None
+    job: JobRecord,
+    node_w: float,
+    core_w: float,
+    gpu_w: float,
+    billing: float | None = None,
+    usage_factor: float = 1.0,
 ) -> dict[str, Any]:
-    """The primitive record stored in the log. The charge is fixed with the weights in force
-    when the job is recorded (design §4), so later weight changes never re-price history; so
-    is the billing (`job_billing`), kept only where it is not just the job's CPUs."""
+    """The primitive record stored in the log. The charge is fixed with the weights and the
+    QOS usage factor in force when the job is recorded (design §4, §7), so later weight or
+    factor changes never re-price history; so is the billing (`job_billing`), kept only where
+    it is not just the job's CPUs, and the factor, kept where it is not 1."""
     record: dict[str, Any] = {
         "cluster": job.cluster,
         "id": str(job.id),
@@ -161,13 +189,15 @@ def to_record(
         "nnodes": job.nnodes,
         "ncores": job.ncores,
         "ngpus": job.ngpus,
-        "charge": job.charge(node_w, core_w, gpu_w),
+        "charge": job_charge(job, (node_w, core_w, gpu_w), usage_factor),
     }
+    if usage_factor != 1.0:
+        record["usage_factor"] = usage_factor
     if job.tres is not None:
         record["tres"] = dict(job.tres)
     if billing is not None:
         record["billing"] = billing
-    for name in ("userid", "username", "bank", "queue", "project", "urgency"):
+    for name in ("userid", "username", "bank", "queue", "project", "urgency", "qos"):
         value = getattr(job, name)
         if value is not None:
             record[name] = value

@@ -220,6 +220,9 @@ class JobRecord(BaseModel):
     # Slurm's allocated TRES ({"cpu": 8, "mem": 16384, "node": 1, "gres/gpu": 2}, mem in MiB):
     # what the queue's billing weights price (ledger.billing).
     tres: dict[str, Any] | None = None
+    # Slurm's QOS of the job (sacct's QOS column): its UsageFactor scales the charge and the
+    # billing when the job is recorded (ledger.ingest.job_billing).
+    qos: str | None = None
 
     @field_validator("tres")
     @classmethod

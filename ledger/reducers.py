@@ -12,7 +12,7 @@ from typing import Any
 
 from ledger import events as ev
 from ledger import import_events as iev
-from ledger.state import Association, Bank, Project, Queue, SiteState
+from ledger.state import Association, Bank, Project, Qos, Queue, SiteState
 
 
 @dataclass
@@ -21,6 +21,7 @@ class Touched:
     users: set[str] = field(default_factory=set)
     queues: set[str] = field(default_factory=set)
     projects: set[str] = field(default_factory=set)
+    qos: set[str] = field(default_factory=set)
     factors: bool = False
     config: bool = False
 
@@ -29,6 +30,7 @@ class Touched:
         self.users |= other.users
         self.queues |= other.queues
         self.projects |= other.projects
+        self.qos |= other.qos
         self.factors |= other.factors
         self.config |= other.config
 
@@ -253,6 +255,26 @@ def _(event: ev.QueueEdited, state: SiteState) -> Touched:
 def _(event: ev.QueueRemoved, state: SiteState) -> Touched:
     del state.queues[event.queue]
     return Touched(queues={event.queue})
+
+
+@_fold.register
+def _(event: ev.QosAdded, state: SiteState) -> Touched:
+    state.qos[event.qos] = Qos(qos=event.qos, **event.fields)
+    return Touched(qos={event.qos})
+
+
+@_fold.register
+def _(event: ev.QosEdited, state: SiteState) -> Touched:
+    qos = state.qos[event.qos]
+    for name, (_old, new) in event.changes.items():
+        setattr(qos, name, new)
+    return Touched(qos={event.qos})
+
+
+@_fold.register
+def _(event: ev.QosRemoved, state: SiteState) -> Touched:
+    del state.qos[event.qos]
+    return Touched(qos={event.qos})
 
 
 @_fold.register

@@ -41,6 +41,8 @@ from ledger.state import (
     HALF_LIFE_KEY,
     PERIODS,
     PRIORITY_FLAGS_KEY,
+    QOS_DEFAULTS,
+    QOS_FLAGS,
     QUEUE_DEFAULTS,
     RESET_PERIOD_KEY,
     TIMEZONE_KEY,
@@ -501,6 +503,9 @@ class Site(Aggregate):
         for name, value in given.items():
             if value is None or name == "userid":
                 continue
+            if name in ("qos", "default_qos"):
+                out[name] = self._qos_field(name, str(value))
+                continue
             if str(value) in UNLIMITED_WORDS and name != "default_project":
                 out[name] = ASSOCIATION_DEFAULTS[name]
                 continue
@@ -537,7 +542,26 @@ class Site(Aggregate):
                 out["projects"] = ",".join(projects)
         elif "projects" in out and not partial and "projects" in given:
             out["default_project"] = projects[0] if projects else "*"
+        if "qos" in out or "default_qos" in out:
+            qos_list = csv_items(out.get("qos", base.qos if base else ""))
+            default_qos = out.get("default_qos", base.default_qos if base else "")
+            if default_qos and default_qos not in qos_list:
+                raise InvalidValue(
+                    f"default QOS {default_qos} is not in the association's QOS list "
+                    f"{','.join(qos_list) or '(none)'}"
+                )
         return out
+
+    def _qos_field(self, name: str, value: str) -> str:
+        """An association's QOS list or default QOS: each a QOS of the ledger; -1 or
+        `unlimited` (or '') clears it."""
+        if value.strip() in UNLIMITED_WORDS:
+            return ""
+        names = csv_items(value) if name == "qos" else [value.strip()] if value.strip() else []
+        for qos in names:
+            if qos not in self.state.qos:
+                raise NotFound(f"QOS {qos} not found")
+        return ",".join(dict.fromkeys(names))
 
     def _check_queue(self, queue: str) -> None:
         if queue not in self.state.queues:
@@ -606,6 +630,42 @@ class Site(Aggregate):
         ]
         self.trigger_event(ev.QueueRemoved, queue=queue, **stamp.kwargs())
         return sorted(users)
+
+    # --- QOS (Slurm's) ---------------------------------------------------------------------------
+    def add_qos(self, stamp: Stamp, qos: str, given: dict[str, Any]) -> None:
+        """A QOS with `given`'s priority, usage_factor, flags and description (each None:
+        Slurm's default)."""
+        _check_name("QOS", qos)
+        if qos in self.state.qos:
+            raise AlreadyExists(f"QOS {qos} already exists")
+        fields = dict(QOS_DEFAULTS, **_qos_fields(given))
+        self.trigger_event(ev.QosAdded, qos=qos, fields=fields, **stamp.kwargs())
+
+    def edit_qos(self, stamp: Stamp, qos: str, given: dict[str, Any]) -> bool:
+        current = self._qos(qos)
+        changes = _diff(current, _qos_fields(given))
+        if changes:
+            self.trigger_event(ev.QosEdited, qos=qos, changes=changes, **stamp.kwargs())
+        return bool(changes)
+
+    def delete_qos(self, stamp: Stamp, qos: str) -> None:
+        """Refused while an association lists it: its jobs and defaults would name nothing."""
+        self._qos(qos)
+        users = sorted(
+            f"{a.username}/{a.bank}"
+            for a in self.state.all_associations()
+            if qos in csv_items(a.qos) or a.default_qos == qos
+        )
+        if users:
+            shown = ", ".join(users[:5]) + (f" and {len(users) - 5} more" if len(users) > 5 else "")
+            raise InvalidValue(f"QOS {qos} is used by associations {shown}: edit them first")
+        self.trigger_event(ev.QosRemoved, qos=qos, **stamp.kwargs())
+
+    def _qos(self, qos: str) -> Any:
+        found = self.state.qos.get(qos)
+        if found is None:
+            raise NotFound(f"QOS {qos} not found")
+        return found
 
     def add_project(self, stamp: Stamp, project: str, project_id: int | None = None) -> None:
         """`project_id` keeps an imported project's id (default: the next free one)."""
@@ -855,6 +915,37 @@ def _check_slurm_name(kind: str, name: str, is_root: bool = False) -> None:
             f"invalid bank name for Slurm's fair-share: {name!r} names the root (Slurm's "
             "cluster association) and this bank is not the root bank"
         )
+
+
+def _qos_fields(given: dict[str, Any]) -> dict[str, Any]:
+    """The QOS fields given (None: not given), validated and in their stored form."""
+    out: dict[str, Any] = {}
+    if given.get("priority") is not None:
+        out["priority"] = check_int("QOS priority", given["priority"], 0, bounds.QOS_PRIORITY_MAX)
+    if given.get("usage_factor") is not None:
+        value = given["usage_factor"]
+        if isinstance(value, int | float) and not isinstance(value, bool) and value < 0:
+            raise InvalidValue(f"invalid usage factor: {value} (must be >= 0)")
+        out["usage_factor"] = check_float("usage factor", value, 0.0, bounds.USAGE_FACTOR_MAX)
+    if given.get("flags") is not None:
+        out["flags"] = normalise_qos_flags(str(given["flags"]))
+    if given.get("description") is not None:
+        out["description"] = check_text("QOS description", str(given["description"]).strip())
+    return out
+
+
+def normalise_qos_flags(text: str) -> str:
+    """Slurm's QOS flag names in any case, stored as Slurm spells them, each once, in
+    QOS_FLAGS' order; an unknown flag is refused naming it."""
+    known = {flag.lower(): flag for flag in QOS_FLAGS}
+    given = csv_items(text)
+    for flag in given:
+        if flag.lower() not in known:
+            raise InvalidValue(
+                f"invalid QOS flag: {bounds.printable(repr(flag))} (known: {', '.join(QOS_FLAGS)})"
+            )
+    wanted = {known[flag.lower()] for flag in given}
+    return ",".join(flag for flag in QOS_FLAGS if flag in wanted)
 
 
 def _check_billing_weights(text: str | None) -> str:

@@ -38,6 +38,23 @@ QUEUE_DEFAULTS: dict[str, int] = {
     "max_nodes": UNLIMITED,
     "max_cores": UNLIMITED,
 }
+# A Slurm QOS (sacctmgr's): priority for the multifactor QOS factor, UsageFactor scaling the
+# charge of its jobs (research slurm.md §3.3), Flags and a Description.
+QOS_DEFAULTS: dict[str, Any] = {"priority": 0, "usage_factor": 1.0, "flags": "", "description": ""}
+# Slurm's QOS flag names (sacctmgr), spelled as Slurm prints them; input is matched in any case.
+QOS_FLAGS = (
+    "DenyOnLimit",
+    "EnforceUsageThreshold",
+    "NoDecay",
+    "NoReserve",
+    "OverPartQOS",
+    "PartitionMaxNodes",
+    "PartitionMinNodes",
+    "PartitionTimeLimit",
+    "Relative",
+    "RequiresReservation",
+    "UsageFactorSafe",
+)
 FACTOR_DEFAULTS: dict[str, int] = {"fairshare": 100000, "queue": 10000, "bank": 0, "urgency": 1000}
 CONFIG_KEYS = (
     "priority_usage_reset_period",
@@ -143,6 +160,9 @@ class Association:
     max_sched_jobs: int = UNLIMITED
     # clear-usage: jobs of this association that ended at or before this time stop counting.
     ignore_older_than: float = 0.0
+    # Slurm's QOS= and DefaultQOS= of the association (a comma list of QOS names; "": none).
+    qos: str = ""
+    default_qos: str = ""
 
 
 @dataclass
@@ -164,6 +184,15 @@ class Queue:
 
 
 @dataclass
+class Qos:
+    qos: str
+    priority: int = 0
+    usage_factor: float = 1.0
+    flags: str = ""  # a comma list of QOS_FLAGS, in that order
+    description: str = ""
+
+
+@dataclass
 class Project:
     project_id: int
     project: str
@@ -180,6 +209,7 @@ class SiteState:
     default_banks: dict[str, str] = field(default_factory=dict)
     queues: dict[str, Queue] = field(default_factory=dict)
     projects: dict[str, Project] = field(default_factory=dict)
+    qos: dict[str, Qos] = field(default_factory=dict)
     next_bank_id: int = 1
     next_project_id: int = 1
     last_usage_update: float | None = None
@@ -206,6 +236,12 @@ class SiteState:
     @property
     def priority_flags(self) -> list[str]:
         return csv_items(self.config.get(PRIORITY_FLAGS_KEY, ""))
+
+    def usage_factor(self, qos: str | None) -> float:
+        """The UsageFactor a job of `qos` is charged with: its QOS's, or 1 for no QOS or one
+        the ledger does not know (Slurm's default)."""
+        found = self.qos.get(qos) if qos else None
+        return found.usage_factor if found is not None else 1.0
 
     # --- lookups -------------------------------------------------------------------------------
     def root_bank(self) -> Bank | None:
@@ -269,6 +305,7 @@ def state_from_dict(data: dict[str, Any]) -> SiteState:
     }
     state.queues = {k: Queue(**v) for k, v in data["queues"].items()}
     state.projects = {k: Project(**v) for k, v in data["projects"].items()}
+    state.qos = {k: Qos(**v) for k, v in data.get("qos", {}).items()}
     state.config = dict(data["config"])
     state.factors = dict(data["factors"])
     state.default_banks = dict(data["default_banks"])

@@ -24,13 +24,17 @@ Read as `sacctmgr load` reads it:
 * QOS lines must come before the one `Cluster` line; `Parent`, `Account`, `User` after it.
   `Parent - 'x'` names an account defined earlier (or `root`); the `Account` and `User` lines
   that follow hang below it (below root if no `Parent` line came yet).
-* Read: the cluster name; QOS names; per account its name, parent, `Fairshare`, Description and
-  Organization; per user association its user, account, `Partition`, `Fairshare`,
-  `DefaultAccount`, `AdminLevel`. `Fairshare=parent` (any case) and `Fairshare=2147483647` are
-  `PARENT`; a negative Fairshare clears it (sacctmgr's `get_uint`), so it is the default, 1,
-  which is also what a missing Fairshare gives. Account names, as sacctmgr load does, are
+* Read: the cluster name; per QOS its name, `Priority`, `UsageFactor`, `Flags` and
+  `Description`; per account its name, parent, `Fairshare`, Description and Organization; per
+  user association its user, account, `Partition`, `Fairshare`, `DefaultAccount`,
+  `AdminLevel`; the `QOS` and `DefaultQOS` of the Cluster line, accounts and users. A user
+  without its own takes its account's, else the nearest account's above, else the Cluster
+  line's (`DumpUser.qos`): the dump leaves inherited values out, as slurmdbd inherits them.
+  `Fairshare=parent` (any case) and `Fairshare=2147483647` are `PARENT`; a negative
+  Fairshare clears it (sacctmgr's `get_uint`), so it is the default, 1, which is also what a
+  missing Fairshare gives. Account names, as sacctmgr load does, are
   lower-cased; user names are kept (slurmdbd's PreserveCaseUser may keep their case).
-* Every other known field (the limits, QOS lists, WCKeys, Coordinator, Comment, ...) is
+* Every other known field (the limits, a QOS line's too, WCKeys, Coordinator, Comment, ...) is
   accepted and ignored; its key is listed in `SlurmDump.ignored_fields`. An unknown key is an
   error, as in sacctmgr.
 
@@ -68,9 +72,15 @@ _MODELLED_KEYS: tuple[tuple[str, int], ...] = (
     ("FairShare", 1),
     ("Shares", 1),
 )
-_READ_KEYS = frozenset(
-    {"AdminLevel", "DefaultAccount", "Description", "Organization", "Partition", "FairShare"}
-)
+_QOS_KEYS = frozenset({"QOS", "QosLevel", "DefaultQOS"})  # an association's QOS list and default
+# The keys read, per object; the others present are listed as ignored.
+_READ_KEYS: dict[str, frozenset[str]] = {
+    "QOS": frozenset({"Description", "Priority", "UsageFactor", "Flags"}),
+    "Cluster": frozenset({"FairShare", *_QOS_KEYS}),
+    "Parent": frozenset(),
+    "Account": frozenset({"Description", "Organization", "FairShare", *_QOS_KEYS}),
+    "User": frozenset({"AdminLevel", "DefaultAccount", "Partition", "FairShare", *_QOS_KEYS}),
+}
 IGNORED_KEYS: tuple[str, ...] = (
     "GrpCPUMins",
     "GrpCPURunMins",
@@ -117,7 +127,8 @@ IGNORED_KEYS: tuple[str, ...] = (
     "LimitFactor",
 )
 """Keys accepted and ignored (limits, QOS settings, ...), besides Coordinator, Classification,
-DefaultWCKey, WCKeys, Comment and DefaultQOS."""
+DefaultWCKey, WCKeys and Comment; a QOS line's Priority, UsageFactor and Flags and an
+association's QOS (or QosLevel) are read (`_READ_KEYS`)."""
 
 _INTEGER = re.compile(r"[+-]?\d+")
 _OBJECTS = {
@@ -132,6 +143,19 @@ _OBJECTS = {
 
 
 @dataclass(frozen=True)
+class DumpQos:
+    """A QOS line: its name, Priority (absent: 0), UsageFactor (absent: 1), Flags as given
+    (the ledger checks the names) and Description."""
+
+    name: str
+    priority: int = 0
+    usage_factor: float = 1.0
+    flags: str = ""
+    description: str | None = None
+    line: int = 0
+
+
+@dataclass(frozen=True)
 class DumpAccount:
     """An account line: its name, its parent (`root` at the top), raw shares (`PARENT` for
     Fairshare=parent), and the line it came from."""
@@ -142,6 +166,8 @@ class DumpAccount:
     description: str | None = None
     organization: str | None = None
     line: int = 0
+    qos: tuple[str, ...] | None = None  # its own QOS= (None: inherited)
+    default_qos: str | None = None
 
 
 @dataclass(frozen=True)
@@ -156,16 +182,19 @@ class DumpUser:
     default_account: str | None = None
     admin_level: str | None = None
     line: int = 0
+    # The association's QOS list and default: its own, else inherited (see the module doc).
+    qos: tuple[str, ...] = ()
+    default_qos: str | None = None
 
 
 @dataclass(frozen=True)
 class SlurmDump:
-    """A parsed dump: the cluster, its QOS names, accounts in file order (parents first),
+    """A parsed dump: the cluster, its QOS, accounts in file order (parents first),
     user associations in file order, root's shares (from the Cluster line), and the keys that
     were present but are not modelled."""
 
     cluster: str
-    qos: tuple[str, ...] = ()
+    qos: tuple[DumpQos, ...] = ()
     accounts: tuple[DumpAccount, ...] = ()
     users: tuple[DumpUser, ...] = ()
     root_shares: int = DEFAULT_SHARES
@@ -199,7 +228,10 @@ def parse_dump(text: str) -> SlurmDump:
     errors = LineErrors("dump")
     cluster: str | None = None
     root_shares = DEFAULT_SHARES
-    qos: list[str] = []
+    qos: dict[str, DumpQos] = {}
+    # The Cluster line's QOS list and default, which every association without its own takes.
+    cluster_qos: tuple[str, ...] = ()
+    cluster_default_qos: str | None = None
     accounts: dict[str, DumpAccount] = {}
     users: dict[tuple[str, str, str | None], DumpUser] = {}
     ignored: dict[str, None] = {}
@@ -208,19 +240,21 @@ def parse_dump(text: str) -> SlurmDump:
         try:
             obj, name, fields = _split_line(line)
             for field_key in fields:
-                if field_key not in _READ_KEYS:
+                if field_key not in _READ_KEYS[obj]:
                     ignored.setdefault(field_key)
             if obj == "QOS":
                 if cluster is not None:
                     raise LineError(f"QOS {name!r} comes after the Cluster line")
                 if name in qos:
                     raise LineError(f"QOS {name!r} appears twice")
-                qos.append(name)
+                qos[name] = _qos_line(name, fields, number)
             elif obj == "Cluster":
                 if cluster is not None:
                     raise LineError(f"a second Cluster {name!r} (one cluster per file)")
                 cluster = name.lower()
                 root_shares = _shares(fields)
+                cluster_qos = _qos_list(fields) or ()
+                cluster_default_qos = fields.get("DefaultQOS")
             elif cluster is None:
                 raise LineError(f"{obj} {name!r} before the 'Cluster - <name>' line")
             elif obj == "Parent":
@@ -245,6 +279,8 @@ def parse_dump(text: str) -> SlurmDump:
                     description=fields.get("Description"),
                     organization=fields.get("Organization"),
                     line=number,
+                    qos=_qos_list(fields),
+                    default_qos=fields.get("DefaultQOS"),
                 )
             else:  # User
                 account = parent or ROOT
@@ -264,6 +300,10 @@ def parse_dump(text: str) -> SlurmDump:
                     default_account=_lower(fields.get("DefaultAccount")),
                     admin_level=fields.get("AdminLevel"),
                     line=number,
+                    qos=_inherited_qos(_qos_list(fields), account, accounts, cluster_qos),
+                    default_qos=_inherited_default(
+                        fields.get("DefaultQOS"), account, accounts, cluster_default_qos
+                    ),
                 )
         except LineError as exc:
             errors.add(number, str(exc))
@@ -273,12 +313,71 @@ def parse_dump(text: str) -> SlurmDump:
     assert cluster is not None
     return SlurmDump(
         cluster=cluster,
-        qos=tuple(qos),
+        qos=tuple(qos.values()),
         accounts=tuple(accounts.values()),
         users=tuple(users.values()),
         root_shares=root_shares,
         ignored_fields=tuple(ignored),
     )
+
+
+def _qos_line(name: str, fields: Mapping[str, str], line: int) -> DumpQos:
+    priority = fields.get("Priority", "0")
+    if not _INTEGER.fullmatch(priority):
+        raise LineError(f"QOS {name!r}: Priority {priority!r} is not a whole number")
+    factor = fields.get("UsageFactor", "1")
+    try:
+        usage_factor = float(factor)
+    except ValueError:
+        raise LineError(f"QOS {name!r}: UsageFactor {factor!r} is not a number") from None
+    return DumpQos(
+        name=name,
+        priority=int(priority),
+        usage_factor=usage_factor,
+        flags=fields.get("Flags", ""),
+        description=fields.get("Description"),
+        line=line,
+    )
+
+
+def _qos_list(fields: Mapping[str, str]) -> tuple[str, ...] | None:
+    """An association's own QOS= (or QosLevel=) list; None when the line has none."""
+    text = fields.get("QOS", fields.get("QosLevel"))
+    if text is None:
+        return None
+    return tuple(item.strip() for item in text.split(",") if item.strip())
+
+
+def _inherited_qos(
+    own: tuple[str, ...] | None,
+    account: str,
+    accounts: Mapping[str, DumpAccount],
+    cluster_qos: tuple[str, ...],
+) -> tuple[str, ...]:
+    if own is not None:
+        return own
+    found = accounts.get(account)
+    while found is not None:
+        if found.qos is not None:
+            return found.qos
+        found = accounts.get(found.parent)
+    return cluster_qos
+
+
+def _inherited_default(
+    own: str | None,
+    account: str,
+    accounts: Mapping[str, DumpAccount],
+    cluster_default: str | None,
+) -> str | None:
+    if own is not None:
+        return own
+    found = accounts.get(account)
+    while found is not None:
+        if found.default_qos is not None:
+            return found.default_qos
+        found = accounts.get(found.parent)
+    return cluster_default
 
 
 def _logical_lines(text: str) -> list[tuple[int, str]]:

@@ -185,7 +185,14 @@ def _validate_to_spool(
                 check_no_bad_lines(parsed, shown)
             bad.extend(parsed.bad)
             records = [
-                to_record(job, node_w, core_w, gpu_w, job_billing(job, state))
+                to_record(
+                    job,
+                    node_w,
+                    core_w,
+                    gpu_w,
+                    job_billing(job, state),
+                    state.usage_factor(job.qos),
+                )
                 for job in parsed.records
             ]
             records = [mark(r) if mark else r for r in records]

@@ -13,8 +13,11 @@
 * `--usage`: each user row's RawUsage (a fraction allowed) is an opening balance
   (UsageBalanceImported) of that association at the import moment; account rows are not read,
   since an account's usage is the sum of its users'.
-* What the ledger does not model is listed in the report as ignored: QOS lines, limits,
-  Description, Organization, AdminLevel, a per-partition association's Partition.
+* Each QOS line becomes a QOS (Priority, UsageFactor, Flags, Description), before the tree;
+  each user association takes its QOS list and DefaultQOS (its own, else inherited from its
+  accounts or the Cluster line, as slurmdbd inherits them).
+* What the ledger does not model is listed in the report as ignored: limits (on QOS lines
+  too), Description, Organization, AdminLevel, a per-partition association's Partition.
 * A malformed file, a line the ledger refuses (a parent that is not defined, ...), a usage row
   naming an association the dump lacks: one line each, and nothing is recorded.
 * The same dump (and usage file) again changes nothing and says so (SiteImported marks the
@@ -83,6 +86,7 @@ class SlurmSource:
 class _Applied:
     """What the import recorded, for the report; `problems` one line per refused input line."""
 
+    qos: int = 0
     banks: int = 0
     associations: int = 0
     default_banks: int = 0
@@ -266,6 +270,18 @@ def _apply(
         # refuses; recorded first, in the same transaction, so history shows the switch.
         site.edit_config(at_line(0), [(ALGORITHM_KEY, FAIR_TREE)])
         applied.algorithm = [WEIGHTED_WALK, FAIR_TREE]
+    for qos in dump.qos:
+        fields = {
+            "priority": qos.priority,
+            "usage_factor": qos.usage_factor,
+            "flags": qos.flags,
+            "description": qos.description,
+        }
+        try:
+            site.add_qos(at_line(qos.line), qos.name, fields)
+            applied.qos += 1
+        except LedgerError as err:
+            applied.problems.append(f"dump line {qos.line}: QOS {qos.name}: {err}")
     site.add_bank(at_line(0), ROOT_BANK, dump.root_shares, "", None)
     applied.banks += 1
     refused: set[str] = set()  # banks not added: their lines below are not blamed again
@@ -283,13 +299,18 @@ def _apply(
     for user in dump.users:
         if user.account in refused:
             continue
+        given: dict[str, Any] = {"shares": user.shares}
+        if user.qos:
+            given["qos"] = ",".join(user.qos)
+        if user.default_qos:
+            given["default_qos"] = user.default_qos
         try:
             site.add_user(
                 at_line(user.line),
                 user.name,
                 user.account,
                 None,
-                {"shares": user.shares},
+                given,
                 os_userid=uids.get(user.name),
             )
             applied.associations += 1
@@ -331,6 +352,7 @@ def _apply(
         source.sha256,
         SCHEMA,
         {
+            "qos": applied.qos,
             "banks": applied.banks,
             "associations": applied.associations,
             "default_banks": applied.default_banks,
@@ -346,8 +368,6 @@ def ignored(source: SlurmSource) -> list[str]:
     """What the files hold that the ledger does not model, one line each."""
     dump = source.dump
     out = []
-    if dump.qos:
-        out.append(f"QOS lines: {', '.join(dump.qos)}")
     fields = list(dump.ignored_fields)
     if any(a.description or a.organization for a in dump.accounts):
         fields[:0] = ["Description", "Organization"]
@@ -371,6 +391,7 @@ def _report(source: SlurmSource, applied: _Applied, seconds: float) -> dict[str,
         "sha256": source.sha256,
         "cluster": source.dump.cluster,
         "seconds": round(seconds, 3),
+        "qos": applied.qos,
         "banks": applied.banks,
         "associations": applied.associations,
         "default_banks": applied.default_banks,

@@ -285,6 +285,7 @@ def materialize(ledger: Ledger, conn: Connection, moment: Moment) -> Connection:
         users=set(state.associations),
         queues=set(state.queues),
         projects=set(state.projects),
+        qos=set(state.qos),
         factors=True,
         config=True,
     )

@@ -11,6 +11,7 @@ Which events touch what (a `Selector`):
   user U [B]     its associations' events (in bank B), its default-bank changes, and being
                  deactivated/removed with a bank or listed by a clear-usage
   queue Q        queue added, edited, removed
+  qos Q          QOS added, edited, removed
   project P      project added, removed
   config         create-db (the initial config and factor weights), edit-config, add-config,
                  delete-config, edit-factor
@@ -43,7 +44,7 @@ SITE_EVENT_CLASSES: tuple[type[Any], ...] = (ev.LedgerCreated,) + tuple(
     if isinstance(cls, type) and issubclass(cls, ev.SiteEvent) and cls is not ev.SiteEvent
 )
 MARKERS: tuple[type[Any], ...] = (ev.UsageUpdated, ev.FairshareUpdated)
-SELECTOR_KINDS = ("bank", "user", "queue", "project", "config", "all")
+SELECTOR_KINDS = ("bank", "user", "queue", "qos", "project", "config", "all")
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,7 @@ class Entry:
     source: dict[str, Any]
     event: str  # the event's class name
     action: str  # the command-like verb: add-bank, edit-user, ...
-    kind: str  # bank | association | user | queue | project | config | factor | ledger | jobs
+    kind: str  # bank | association | user | queue | qos | project | config | factor | ledger | jobs
     name: str | None  # "A", "alice/A", "gold", "decay_factor"; None for ledger-wide events
     changes: dict[str, list[Any]] = field(default_factory=dict)  # field -> [old, new]
     # Cascades and counts: banks / associations ([username, bank] pairs) / default_banks
@@ -223,6 +224,12 @@ def entry_of(event: Any, position: int) -> Entry:
             return make("edit-queue", "queue", event.queue, changes=dict(event.changes))
         case ev.QueueRemoved():
             return make("delete-queue", "queue", event.queue)
+        case ev.QosAdded():
+            return make("add-qos", "qos", event.qos, changes=_added(dict(event.fields)))
+        case ev.QosEdited():
+            return make("edit-qos", "qos", event.qos, changes=dict(event.changes))
+        case ev.QosRemoved():
+            return make("delete-qos", "qos", event.qos)
         case ev.ProjectAdded():
             return make("add-project", "project", event.project)
         case ev.ProjectRemoved():
@@ -301,7 +308,7 @@ def touches(entry: Entry, selector: Selector) -> bool:
         return True
     if kind == "config":
         return entry.kind in ("config", "factor") or entry.event == "LedgerCreated"
-    if kind in ("queue", "project"):
+    if kind in ("queue", "qos", "project"):
         return entry.kind == kind and entry.name == name
     pairs = [tuple(p) for p in entry.details.get("associations", [])]
     if kind == "bank":

@@ -22,10 +22,12 @@ from ledger.store.connections import Connection
 from ledger.usage import DEFAULT_RESET_PERIOD, UsageParams, bin_count
 from projections.writers.schema import (
     ASSOCIATION_COLUMNS,
+    ASSOCIATION_QOS_COLUMNS,
     BANK_COLUMNS,
     CONFIG_COLUMNS,
     FACTOR_COLUMNS,
     PROJECT_COLUMNS,
+    QOS_COLUMNS,
     QUEUE_COLUMNS,
 )
 
@@ -62,9 +64,12 @@ def subtree_banks(conn: Connection, top: str) -> list[Row]:
     return out
 
 
-def associations(conn: Connection, filters: dict[str, Any] | None = None) -> list[Row]:
+def associations(
+    conn: Connection, filters: dict[str, Any] | None = None, with_qos: bool = False
+) -> list[Row]:
     """flux-accounting's list-users filters: ANDed; a comma list means IN (...); queues,
-    projects and default_project match any listed item as a whole CSV element."""
+    projects and default_project match any listed item as a whole CSV element. `with_qos`:
+    the rows also hold the association's Slurm QOS columns (ASSOCIATION_QOS_COLUMNS)."""
     clauses: list[str] = []
     params: list[Any] = []
     for column, value in (filters or {}).items():
@@ -85,14 +90,14 @@ def associations(conn: Connection, filters: dict[str, Any] | None = None) -> lis
             clauses.append(f"{column} IN ({', '.join('?' * len(items))})")
             params.extend(items)
     where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
+    columns = [*ASSOCIATION_COLUMNS, *(ASSOCIATION_QOS_COLUMNS if with_qos else [])]
     return conn.query(
-        _select(ASSOCIATION_COLUMNS, "association_table") + where + " ORDER BY username, bank",
-        params,
+        _select(columns, "association_table") + where + " ORDER BY username, bank", params
     )
 
 
-def user_rows(conn: Connection, username: str) -> list[Row]:
-    rows = associations(conn, {"username": username})
+def user_rows(conn: Connection, username: str, with_qos: bool = False) -> list[Row]:
+    rows = associations(conn, {"username": username}, with_qos)
     if not rows:
         raise NotFound(f"user {username} not found in association_table")
     return rows
@@ -125,6 +130,17 @@ def queue(conn: Connection, name: str) -> Row:
     if not row[BILLING_WEIGHTS]:
         del row[BILLING_WEIGHTS]
     return row
+
+
+def qos_rows(conn: Connection) -> list[Row]:
+    return conn.query(_select(QOS_COLUMNS, "qos_table") + " ORDER BY qos")
+
+
+def qos(conn: Connection, name: str) -> Row:
+    rows = conn.query(_select(QOS_COLUMNS, "qos_table") + " WHERE qos = ?", (name,))
+    if not rows:
+        raise NotFound(f"QOS {name} not found")
+    return rows[0]
 
 
 def projects(conn: Connection) -> list[Row]:

@@ -14,7 +14,9 @@ from ledger.flux_accounting.tables import (
     QUEUE_COLUMNS,
 )
 
-READ_MODEL_VERSION = 10  # 10: clear-usage's 0.5 indexed as a stored fair-share; 9: billing_weights
+# 11: qos_table, an association's qos and default_qos, a job's qos; 10 (on main): clear-usage's
+# 0.5 indexed as a stored fair-share; 9: a queue's billing_weights
+READ_MODEL_VERSION = 11
 
 TABLES: dict[str, str] = {
     "projection_tracking": """
@@ -54,6 +56,8 @@ TABLES: dict[str, str] = {
             default_project TEXT NOT NULL,
             max_sched_jobs BIGINT NOT NULL,
             ignore_older_than DOUBLE PRECISION NOT NULL DEFAULT 0,
+            qos TEXT NOT NULL DEFAULT '',
+            default_qos TEXT NOT NULL DEFAULT '',
             PRIMARY KEY (username, bank)
         )""",
     "queue_table": """
@@ -71,6 +75,15 @@ TABLES: dict[str, str] = {
             max_nodes BIGINT NOT NULL,
             max_cores BIGINT NOT NULL,
             billing_weights TEXT NOT NULL DEFAULT ''
+        )""",
+    # Slurm's QOS (sacctmgr's columns, named as our options are).
+    "qos_table": """
+        CREATE TABLE IF NOT EXISTS qos_table (
+            qos TEXT PRIMARY KEY,
+            priority BIGINT NOT NULL,
+            usage_factor DOUBLE PRECISION NOT NULL,
+            flags TEXT NOT NULL,
+            description TEXT NOT NULL
         )""",
     "project_table": """
         CREATE TABLE IF NOT EXISTS project_table (
@@ -106,15 +119,21 @@ INDEXES: list[str] = [
     "CREATE INDEX IF NOT EXISTS log_index_kind_idx ON log_index (kind, position)",
 ]
 
+QOS_COLUMNS = ["qos", "priority", "usage_factor", "flags", "description"]
+# An association's Slurm QOS columns, beyond flux-accounting's association_table.
+ASSOCIATION_QOS_COLUMNS = ["qos", "default_qos"]
+
 # Column orders as flux-accounting's tables have them (its `--fields`, `-o` and JSON keys):
 # one definition, shared with the importer and export-db.
 __all__ = [
     "ASSOCIATION_COLUMNS",
+    "ASSOCIATION_QOS_COLUMNS",
     "BANK_COLUMNS",
     "CONFIG_COLUMNS",
     "FACTOR_COLUMNS",
     "INDEXES",
     "PROJECT_COLUMNS",
+    "QOS_COLUMNS",
     "QUEUE_COLUMNS",
     "READ_MODEL_VERSION",
     "TABLES",

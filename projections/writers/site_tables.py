@@ -45,6 +45,8 @@ def association_row(state: SiteState, a: Association) -> tuple[Any, ...]:
         a.default_project,
         a.max_sched_jobs,
         a.ignore_older_than,
+        a.qos,
+        a.default_qos,
     )
 
 
@@ -59,15 +61,16 @@ _UPSERT_BANK = """
 _UPSERT_ASSOCIATION = """
     INSERT INTO association_table (creation_time, mod_time, active, username, userid, bank,
         default_bank, shares, max_running_jobs, max_active_jobs, max_nodes, max_cores, queues,
-        projects, default_project, max_sched_jobs, ignore_older_than)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        projects, default_project, max_sched_jobs, ignore_older_than, qos, default_qos)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
     ON CONFLICT (username, bank) DO UPDATE SET creation_time = excluded.creation_time,
         mod_time = excluded.mod_time, active = excluded.active, userid = excluded.userid,
         default_bank = excluded.default_bank, shares = excluded.shares,
         max_running_jobs = excluded.max_running_jobs, max_active_jobs = excluded.max_active_jobs,
         max_nodes = excluded.max_nodes, max_cores = excluded.max_cores, queues = excluded.queues,
         projects = excluded.projects, default_project = excluded.default_project,
-        max_sched_jobs = excluded.max_sched_jobs, ignore_older_than = excluded.ignore_older_than"""
+        max_sched_jobs = excluded.max_sched_jobs, ignore_older_than = excluded.ignore_older_than,
+        qos = excluded.qos, default_qos = excluded.default_qos"""
 
 
 def write_touched(conn: Connection, state: SiteState, touched: Touched) -> None:
@@ -103,6 +106,15 @@ def write_touched(conn: Connection, state: SiteState, touched: Touched) -> None:
         if queue is not None:
             values = list(vars(queue).values())
             conn.execute(f"INSERT INTO queue_table VALUES ({', '.join('?' * len(values))})", values)
+    for name in sorted(touched.qos):
+        conn.execute("DELETE FROM qos_table WHERE qos = ?", (name,))
+        qos = state.qos.get(name)
+        if qos is not None:
+            conn.execute(
+                "INSERT INTO qos_table (qos, priority, usage_factor, flags, description) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (qos.qos, qos.priority, qos.usage_factor, qos.flags, qos.description),
+            )
     for name in sorted(touched.projects):
         conn.execute("DELETE FROM project_table WHERE project = ?", (name,))
         project = state.projects.get(name)

@@ -64,6 +64,7 @@ TABLES: dict[str, str] = {
             extra TEXT,
             in_balance INTEGER NOT NULL DEFAULT 0,
             billing DOUBLE PRECISION NOT NULL DEFAULT 0,
+            qos TEXT,
             PRIMARY KEY (cluster, id)
         )""",
     "period_totals": """
@@ -107,8 +108,8 @@ INDEXES = [
 _INSERT_JOB = """
     INSERT INTO jobs (cluster, id, userid, username, bank, queue, project, t_submit, t_run,
                       t_inactive, nnodes, ncores, ngpus, urgency, charge, charge_units, period,
-                      position, extra, in_balance, billing)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                      position, extra, in_balance, billing, qos)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
     ON CONFLICT (cluster, id) DO NOTHING"""
 
 # Only rows this event inserted carry its position: a job already present (which the ingest's
@@ -150,6 +151,7 @@ JOB_COLUMNS = (
     "extra",
     "in_balance",
     "billing",
+    "qos",
 )  # the order of _INSERT_JOB's values
 
 
@@ -177,6 +179,8 @@ def job_row(r: dict[str, Any], params: UsageParams, position: int) -> tuple[Any,
         json.dumps(r["extra"]) if r.get("extra") else None,
         1 if r.get("in_balance") else 0,
         record_billing(r),
+        # A record made before the job record named its QOS kept it under "extra".
+        r.get("qos", (r.get("extra") or {}).get("qos")),
     )
 
 

@@ -75,7 +75,8 @@ def test_demo_grows_a_slurm_site_in_a_ledger_beside_its_own(store: Store) -> Non
         remove(store)
         refused = store.run("demo", now=T0, expect=1).stderr
         assert refused == f"fairledger: a ledger already exists at {slurm.url}\n"
-        assert store.run("verify", now=None, expect=1).stderr.splitlines()[0].count("no ledger at ") == 1
+        verify = store.run("verify", now=None, expect=1).stderr
+        assert verify.splitlines()[0].count("no ledger at ") == 1
     finally:
         if store.kind == "postgres":
             remove(slurm)

@@ -66,10 +66,12 @@ def test_a_site_comes_over_with_shares_defaults_and_usage(ledger_store: Store) -
         "associations": 3,  # the users with a RawUsage above 0
         "raw_usage": 1334.5,  # 1000.25 + 234.25 + 100
     }
+    assert report["qos"] == 2
+    # The QOS lines' Priority, UsageFactor and Flags and the associations' QOS are read; the
+    # limits beside them (a QOS's GrpTRES too) are not modelled.
     assert report["ignored"] == [
-        "QOS lines: normal, high",
-        "fields: Description, Organization, Priority, UsageFactor, GrpTRES, QOS, MaxJobs,"
-        " Coordinator, GrpTRESMins, MaxWallDurationPerJob, AdminLevel",
+        "fields: Description, Organization, GrpTRES, MaxJobs, Coordinator, GrpTRESMins,"
+        " MaxWallDurationPerJob, AdminLevel",
         "Partition of per-partition associations, kept per account: carol (theory: gpu)",
         "sshare account rows: 6 (an account's usage is the sum of its users')",
     ]
@@ -91,6 +93,54 @@ def test_a_site_comes_over_with_shares_defaults_and_usage(ledger_store: Store) -
         ("erin", "optics"): (1, "optics", 234.25),  # no Fairshare: Slurm's default, 1
     }
     assert banks(ledger_store)["theory"] == ("physics", "parent")
+
+
+def test_the_dumps_qos_and_the_associations_lists_come_over(ledger_store: Store) -> None:
+    imported(ledger_store, "site.cfg")
+    assert json.loads(ledger_store.run("list-qos", "--json").stdout) == [
+        {"qos": "high", "priority": 1000, "usage_factor": 2.0, "flags": "", "description": "high"},
+        {
+            "qos": "normal",
+            "priority": 0,
+            "usage_factor": 1.0,
+            "flags": "",
+            "description": "Normal QOS default",
+        },
+    ]
+    # alice's chemistry line names QOS='normal'; every other association takes the Cluster
+    # line's QOS='high,normal' (no account between sets one), as slurmdbd inherits it.
+    shown = {key: (row["qos"], row["default_qos"]) for key, row in users(ledger_store).items()}
+    assert shown == {
+        ("alice", "chemistry"): ("normal", ""),
+        ("alice", "optics"): ("high,normal", ""),
+        ("brian", "chemistry"): ("high,normal", ""),
+        ("carol", "theory"): ("high,normal", ""),
+        ("dave", "theory"): ("high,normal", ""),
+        ("erin", "optics"): ("high,normal", ""),
+    }
+    text = ledger_store.run("history", "--qos", "high").stdout
+    assert "add-qos high: priority 1000, usage_factor 2.0, description high" in text
+
+
+def test_a_qos_the_ledger_refuses_is_one_line_and_nothing_is_written(
+    ledger_store: Store, tmp_path: Path
+) -> None:
+    dump = tmp_path / "bad.cfg"
+    dump.write_text(
+        "QOS - 'normal':Flags='NoDecay,Sometimes'\n"
+        "Cluster - 'tux':QOS='normal'\n"
+        "Parent - 'root'\n"
+        "User - 'amy':DefaultAccount='root':QOS='gold'\n"
+    )
+    position = ledger_store.log_position()
+    result = ledger_store.run("import-slurm", str(dump), expect=1)
+    assert result.stderr.splitlines() == [
+        "fairledger: dump line 1: QOS normal: invalid QOS flag: 'Sometimes' (known: DenyOnLimit,"
+        " EnforceUsageThreshold, NoDecay, NoReserve, OverPartQOS, PartitionMaxNodes,"
+        " PartitionMinNodes, PartitionTimeLimit, Relative, RequiresReservation, UsageFactorSafe)",
+        "dump line 4: user amy in account root: QOS gold not found",
+    ]
+    assert ledger_store.log_position() == position
 
 
 def test_the_text_report(ledger_store: Store) -> None:
@@ -172,8 +222,8 @@ def test_a_weighted_walk_ledger_becomes_a_fair_tree_site(ledger_store: Store) ->
     allows them: the import records the switch first, and history shows it."""
     report = json.loads(imported(ledger_store, "test_130_2.cfg", None, "--json").stdout)
     assert report["fairshare_algorithm"] == ["weighted-walk", "fair-tree"]
-    assert ledger_store.run("view-config", "fairshare_algorithm").stdout.strip().endswith(
-        "fair-tree"
+    assert (
+        ledger_store.run("view-config", "fairshare_algorithm").stdout.strip().endswith("fair-tree")
     )
     history = ledger_store.run("history", "--config").stdout
     assert "fairshare_algorithm" in history and "fair-tree" in history

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from ledger.errors import InvalidValue
 from ledger.fair_tree import compute_fair_tree
-from ledger.slurm.dump import parse_dump
+from ledger.slurm.dump import DumpQos, parse_dump
 from ledger.slurm.sacct import parse_sacct
 from ledger.slurm.sshare import parse_sshare
 from ledger.slurm.tres import format_tres, parse_tres
@@ -180,10 +180,53 @@ def test_sacct_fall_back_hour_reads_as_the_first() -> None:
 # --- sacctmgr dump --------------------------------------------------------------------------
 
 
+def test_dump_qos_is_inherited_from_the_nearest_account_then_the_cluster() -> None:
+    text = (
+        "QOS - 'a'\nQOS - 'b'\nQOS - 'c':Priority=7:Flags='NoDecay,DenyOnLimit'\n"
+        "Cluster - 'x':QOS='a':DefaultQOS='a'\n"
+        "Parent - 'root'\n"
+        "User - 'u0':DefaultAccount='root'\n"
+        "Account - 'top':QOS='b,c':DefaultQOS='c'\n"
+        "Parent - 'top'\n"
+        "Account - 'mid'\n"
+        "User - 'u1':DefaultAccount='top'\n"
+        "Parent - 'mid'\n"
+        "User - 'u2':DefaultAccount='mid'\n"
+        "User - 'u3':DefaultAccount='mid':QosLevel='a':DefaultQOS='a'\n"
+        "Account - 'leaf':Priority=5\n"
+    )
+    dump = parse_dump(text)
+    assert [(u.name, u.qos, u.default_qos) for u in dump.users] == [
+        ("u0", ("a",), "a"),  # under root: the Cluster line's
+        ("u1", ("b", "c"), "c"),  # its account's
+        ("u2", ("b", "c"), "c"),  # mid sets none: top's
+        ("u3", ("a",), "a"),  # its own
+    ]
+    assert dump.qos[2] == DumpQos("c", 7, 1.0, "NoDecay,DenyOnLimit", None, line=3)
+    # An account's Priority is an association priority, not modelled: ignored.
+    assert dump.ignored_fields == ("Priority",)
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("QOS - 'q':Priority=high", "QOS 'q': Priority 'high' is not a whole number"),
+        ("QOS - 'q':UsageFactor=lots", "QOS 'q': UsageFactor 'lots' is not a number"),
+    ],
+)
+def test_dump_qos_malformed(line: str, message: str) -> None:
+    with pytest.raises(InvalidValue) as err:
+        parse_dump(line + "\nCluster - 'x'\n")
+    assert str(err.value) == f"dump line 1: {message}"
+
+
 def test_dump_sample() -> None:
     dump = parse_dump(DUMP)
     assert dump.cluster == "tux"
-    assert dump.qos == ("normal", "high")
+    assert dump.qos == (
+        DumpQos("normal", description="Normal QOS default", line=13),
+        DumpQos("high", 1000, 2.0, "DenyOnLimit", "high", line=14),
+    )
     assert [(a.name, a.parent, a.shares) for a in dump.accounts] == [
         ("physics", ROOT, 40),
         ("science", ROOT, 50),
@@ -202,8 +245,17 @@ def test_dump_sample() -> None:
     alice = dump.users[3]
     assert (alice.default_account, alice.admin_level, alice.line) == ("chemistry", "Operator", 28)
     assert dump.accounts[3].line == 25  # the first physical line of a continued line
+    # Users without QOS= take the Cluster line's (no account on the way sets one).
+    assert [(u.name, u.qos) for u in dump.users] == [
+        ("root", ("high", "normal")),
+        ("bob", ("high", "normal")),
+        ("carol", ("high", "normal")),
+        ("alice", ("normal",)),
+        ("brian", ("high", "normal")),
+        ("dave", ("high", "normal")),
+    ]
+    assert "QOS" not in dump.ignored_fields and "UsageFactor" not in dump.ignored_fields
     assert set(dump.ignored_fields) >= {
-        "QOS",
         "GrpTRES",
         "MaxJobs",
         "Coordinator",
