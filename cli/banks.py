@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from cli.output import NO_RESULTS, Output, output_options, table
-from cli.params import TIME, AsOf, as_of_option
+from cli.params import SHARES, TIME, AsOf, as_of_option
 from cli.session import change_options, session
 from cli.tree import render_tree
 from ledger.errors import InvalidValue
@@ -25,7 +25,7 @@ USER_COLUMNS = ["username", "active", "default_bank", "shares", "job_usage", "fa
 # instead of being taken for an option; a real unknown option still fails as an extra argument.
 @click.command("add-bank", context_settings={"ignore_unknown_options": True})
 @click.argument("bank")
-@click.argument("shares", type=int)
+@click.argument("shares", type=SHARES)
 @click.option("--parent-bank", default="", help="The parent bank ('' makes the root).")
 @click.option("--priority", type=float, default=None, help="Bank priority factor (default 0.0).")
 @click.option("--ignore-older-than", type=TIME, default=None, help=IGNORE_OLDER_THAN_HELP)
@@ -53,7 +53,7 @@ def add_bank(
 
 @click.command("edit-bank")
 @click.argument("bank")
-@click.option("--shares", type=int, default=None)
+@click.option("--shares", type=SHARES, default=None)
 @click.option("--parent-bank", default=None, help="Move the bank under another bank.")
 @click.option("--priority", type=float, default=None)
 @click.option("--ignore-older-than", type=TIME, default=None, help=IGNORE_OLDER_THAN_HELP)

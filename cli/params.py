@@ -11,8 +11,19 @@ from cli.session import Session
 from ledger.clock import AsOf, TimeSpec, parse_time_spec
 from ledger.durations import parse_duration
 from ledger.errors import InvalidValue, OutOfRange
+from ledger.slurm_parent import PARENT, PARENT_TEXT
 
-__all__ = ["AS_OF", "DURATION", "LIMIT", "TIME", "AsOf", "TimeSpec", "as_of_option"]
+__all__ = [
+    "AS_OF",
+    "DURATION",
+    "LIMIT",
+    "SHARES",
+    "SHARE_LIMIT",
+    "TIME",
+    "AsOf",
+    "TimeSpec",
+    "as_of_option",
+]
 
 # Every time option's help names the forms once (ledger.clock has the rules).
 TIME_FORMS = (
@@ -46,6 +57,29 @@ class LimitType(click.ParamType):
             return int(text)
         except ValueError:
             self.fail(f"{value!r} is not an integer or 'unlimited'", param, ctx)
+
+
+class SharesType(click.types.IntParamType):
+    """Shares: an integer, or `parent` (Slurm's Fairshare=parent, stored as PARENT) for a Fair
+    Tree or classic site, as sacctmgr takes it."""
+
+    name = "INTEGER|parent"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> int:
+        if str(value).strip().lower() == PARENT_TEXT:
+            return PARENT
+        return int(super().convert(value, param, ctx))
+
+
+class ShareLimitType(LimitType):
+    """An association's shares: LimitType's forms, or `parent`."""
+
+    name = "INTEGER|unlimited|parent"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> int | str:
+        if str(value).strip().lower() == PARENT_TEXT:
+            return PARENT
+        return super().convert(value, param, ctx)
 
 
 class TimeSpecType(click.ParamType):
@@ -84,6 +118,8 @@ class TimeType(click.ParamType):
 
 DURATION = DurationType()
 LIMIT = LimitType()
+SHARES = SharesType()
+SHARE_LIMIT = ShareLimitType()
 AS_OF = TimeSpecType()  # resolved by the use case: --as-of checks it against the ledger's clock
 TIME = TimeType()  # epoch seconds, resolved at parse time (add-bank --ignore-older-than uses it)
 

@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from cli.output import NO_RESULTS, Output, output_options
-from cli.params import LIMIT, AsOf, as_of_option
+from cli.params import LIMIT, SHARE_LIMIT, SHARES, AsOf, as_of_option
 from cli.session import change_options, session
 from ledger.bounds import printable
 from ledger.errors import InvalidValue
@@ -28,7 +28,9 @@ def association_options(limit_type: Any) -> Any:
     def decorate(func: Any) -> Any:
         for option in reversed(
             [
-                click.option("--shares", type=limit_type, default=None),
+                click.option(
+                    "--shares", type=SHARE_LIMIT if limit_type is LIMIT else SHARES, default=None
+                ),
                 click.option("--max-running-jobs", type=limit_type, default=None),
                 click.option("--max-active-jobs", type=limit_type, default=None),
                 click.option("-N", "--max-nodes", type=limit_type, default=None),

@@ -29,10 +29,12 @@ from ledger.errors import AlreadyExists, InvalidValue, NotFound
 from ledger.fairshare_in_force import NEW_ASSOCIATION_FAIRSHARE
 from ledger.limits import ASSOCIATION_LIMIT_FIELDS
 from ledger.reducers import fold
+from ledger.slurm_parent import PARENT
 from ledger.state import (
     ALGORITHM_KEY,
     ALGORITHMS,
     ASSOCIATION_DEFAULTS,
+    BILLING_WEIGHTS,
     CONFIG_DEFAULTS,
     CONFIG_KEYS,
     DAMPENING_KEY,
@@ -133,6 +135,7 @@ class Site(Aggregate):
         _check_name("bank", bank)
         if s.fairshare_algorithm != WEIGHTED_WALK:
             _check_slurm_name("bank", bank, is_root=not parent_bank)
+            _check_root_shares(bank, shares, is_root=not parent_bank)
         _check_shares(shares)
         if priority is not None:
             priority = _check_bank_priority(priority)
@@ -195,6 +198,9 @@ class Site(Aggregate):
             wanted["ignore_older_than"] = _check_cutoff(ignore_older_than)
         if shares is not None:
             _check_shares(shares)
+            if self.state.fairshare_algorithm != WEIGHTED_WALK:
+                root = not (current.parent_bank if parent_bank is None else parent_bank)
+                _check_root_shares(bank, shares, is_root=root)
             wanted["shares"] = shares
         if priority is not None:
             wanted["priority"] = _check_bank_priority(priority)
@@ -590,7 +596,7 @@ class Site(Aggregate):
             fields[name] = _check_queue_field(name, value)
         weights = _check_billing_weights(billing_weights)
         if weights:  # a queue without weights records what flux-accounting's queues record
-            fields["billing_weights"] = weights
+            fields[BILLING_WEIGHTS] = weights
         self.trigger_event(ev.QueueAdded, queue=queue, fields=fields, **stamp.kwargs())
 
     def edit_queue(
@@ -606,7 +612,7 @@ class Site(Aggregate):
             raise NotFound(f"queue {queue} not found in queue_table")
         wanted: dict[str, int | str] = {}
         if billing_weights is not None:
-            wanted["billing_weights"] = _check_billing_weights(billing_weights)
+            wanted[BILLING_WEIGHTS] = _check_billing_weights(billing_weights)
         for name, value in given.items():
             if value is None:
                 continue
@@ -765,6 +771,7 @@ class Site(Aggregate):
         if config.get(ALGORITHM_KEY, WEIGHTED_WALK) != WEIGHTED_WALK:
             for bank in self.state.banks.values():
                 _check_slurm_name("bank", bank.bank, is_root=not bank.parent_bank)
+                _check_root_shares(bank.bank, bank.shares, is_root=not bank.parent_bank)
             for username in self.state.associations:
                 _check_slurm_name("user", username)
             return
@@ -901,6 +908,16 @@ def _check_value(value: str) -> str:
     text = str(value).strip()
     bounds.check_text("config value", text)
     return text
+
+
+def _check_root_shares(bank: str, shares: int, is_root: bool) -> None:
+    """Under fair-tree or classic a share value of PARENT is Slurm's Fairshare=parent, which
+    the root (the cluster association) cannot take: it has no parent to take shares from."""
+    if is_root and shares == PARENT:
+        raise InvalidValue(
+            f"invalid shares for the root bank {bank}: {shares} is Fairshare=parent, and the "
+            "root has no parent to take its shares from"
+        )
 
 
 def _check_slurm_name(kind: str, name: str, is_root: bool = False) -> None:

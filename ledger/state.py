@@ -25,6 +25,10 @@ ASSOCIATION_DEFAULTS: dict[str, Any] = {
     "default_project": "*",
     "max_sched_jobs": UNLIMITED,
 }
+# A queue's Slurm TRESBillingWeights: a field beyond flux-accounting's queue_table, kept only
+# when a queue has weights.
+BILLING_WEIGHTS = "billing_weights"
+
 QUEUE_DEFAULTS: dict[str, int] = {
     "min_nodes_per_job": 1,
     "max_nodes_per_job": 1,

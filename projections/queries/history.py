@@ -14,7 +14,7 @@ Which events touch what (a `Selector`):
   qos Q          QOS added, edited, removed
   project P      project added, removed
   config         create-db (the initial config and factor weights), edit-config, add-config,
-                 delete-config, edit-factor
+                 delete-config, edit-factor, and a queue's billing weights (add/edit-queue)
   all            every Site event, the usage/fair-share markers, and each ingest's job batches
                  summarized as one "recorded N jobs" line
 """
@@ -33,7 +33,7 @@ from ledger import events as ev
 from ledger.clock import iso
 from ledger.errors import NotFound
 from ledger.joblog import JobLog
-from ledger.state import ALGORITHM_KEY, WEIGHTED_WALK
+from ledger.state import ALGORITHM_KEY, BILLING_WEIGHTS, WEIGHTED_WALK
 from ledger.store.application import Ledger
 from ledger.store.connections import Connection
 
@@ -307,7 +307,10 @@ def touches(entry: Entry, selector: Selector) -> bool:
     if kind == "all":
         return True
     if kind == "config":
-        return entry.kind in ("config", "factor") or entry.event == "LedgerCreated"
+        # A queue's billing weights are policy too (issue 13: the billing formula and weights
+        # show beside the algorithm, usage model and reset in history --config).
+        billing = entry.kind == "queue" and BILLING_WEIGHTS in entry.changes
+        return billing or entry.kind in ("config", "factor") or entry.event == "LedgerCreated"
     if kind in ("queue", "qos", "project"):
         return entry.kind == kind and entry.name == name
     pairs = [tuple(p) for p in entry.details.get("associations", [])]

@@ -8,6 +8,7 @@ from typing import Any
 from ledger.errors import NotFound
 from ledger.state import (
     ALGORITHM_KEY,
+    BILLING_WEIGHTS,
     CONFIG_DEFAULTS,
     EDITABLE_CONFIG_KEYS,
     FACTOR_DEFAULTS,
@@ -32,7 +33,6 @@ from projections.writers.schema import (
 )
 
 Row = dict[str, Any]
-BILLING_WEIGHTS = "billing_weights"  # queue_table's column beyond flux-accounting's
 
 
 def _select(columns: list[str], table: str) -> str:

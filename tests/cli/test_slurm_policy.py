@@ -34,7 +34,10 @@ def test_create_db_takes_the_algorithm(store: Store) -> None:
 
 def test_create_db_refuses_an_unknown_algorithm(store: Store) -> None:
     result = store.run("create-db", "--fairshare-algorithm", "fairtree", expect=2)
-    assert "'fairtree' is not one of 'weighted-walk', 'fair-tree', 'classic'" in result.stderr
+    assert result.stderr.endswith(
+        "error: argument --fairshare-algorithm: invalid choice: 'fairtree' (choose from"
+        " 'weighted-walk', 'fair-tree', 'classic')\n"
+    )
 
 
 def test_edit_config_records_the_policy_and_history_shows_old_to_new(ledger_store: Store) -> None:
@@ -235,3 +238,42 @@ def test_view_bank_tree_shows_users_beside_sub_banks_first(store: Store) -> None
     store.run("update-fshare")
     names = [line.split()[:2] for line in store.run("view-bank", "root", "-t").stdout.splitlines()]
     assert names[1:] == [["root", "true"], ["root", "bob"], ["a", "true"], ["a", "amy"], []]
+
+
+def test_parent_is_a_share_value_but_not_the_roots(store: Store) -> None:
+    """`parent` is taken where Slurm takes it (an account's or a user's Fairshare) and refused
+    for the root bank, which has no parent to take shares from, with nothing written."""
+    store.run("create-db", "--fairshare-algorithm", "fair-tree")
+    message = (
+        "fairledger: invalid shares for the root bank root: 2147483647 is Fairshare=parent, and "
+        "the root has no parent to take its shares from\n"
+    )
+    for shares in ("parent", "2147483647"):
+        position = store.log_position()
+        assert store.run("add-bank", "root", shares, expect=1).stderr == message
+        assert store.log_position() == position
+    store.run("add-bank", "root", "1")
+    position = store.log_position()
+    assert store.run("edit-bank", "root", "--shares", "parent", expect=1).stderr == message
+    assert store.log_position() == position
+    store.run("add-bank", "physics", "PARENT", "--parent-bank", "root")
+    store.run("add-user", "-u", "ann", "-B", "physics", "--shares", "parent")
+    store.run("add-user", "-u", "bo", "-B", "physics", "--shares", "3")
+    store.run("edit-user", "bo", "--shares", "parent")
+    banks = {r["bank"]: r["shares"] for r in json.loads(store.run("list-banks", "--json").stdout)}
+    assert banks == {"root": 1, "physics": "parent"}
+    users = {
+        r["username"]: r["shares"] for r in json.loads(store.run("list-users", "--json").stdout)
+    }
+    assert users == {"ann": "parent", "bo": "parent"}
+
+
+def test_history_config_shows_the_billing_weights(ledger_store: Store) -> None:
+    ledger_store.run("add-queue", "gpu", "--billing-weights", "CPU=1.0,GRES/gpu=2.0")
+    ledger_store.run("edit-queue", "gpu", "--billing-weights", "CPU=2.0", now=T0 + 10)
+    ledger_store.run("edit-queue", "gpu", "--priority", "5", now=T0 + 20)  # not policy
+    lines = ledger_store.run("history", "--config", now=T0 + 30).stdout.splitlines()
+    queue_lines = [line for line in lines if "queue gpu" in line]
+    assert len(queue_lines) == 2, lines
+    assert "CPU=1.0,GRES/gpu=2.0" in queue_lines[0]
+    assert "CPU=1.0,GRES/gpu=2.0 → CPU=2.0" in queue_lines[1]

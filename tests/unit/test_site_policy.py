@@ -226,3 +226,20 @@ def test_half_life_zero_means_no_decay_and_needs_a_reset_as_in_slurm() -> None:
     assert refused(site, edit(("priority_usage_reset_period", "NONE")), InvalidValue) == message
     assert refused(site, edit(("usage_model", "periods")), InvalidValue) == message
     assert refused(given(), edit(("priority_decay_half_life", "0")), InvalidValue) == message
+
+
+def test_the_root_cannot_take_fairshare_parent_on_a_slurm_site() -> None:
+    parent = 0x7FFFFFFF  # Slurm's SLURMDB_FS_USE_PARENT, written out: research §1.5
+    message = (
+        "invalid shares for the root bank root: 2147483647 is Fairshare=parent, and the root "
+        "has no parent to take its shares from"
+    )
+    slurm = edit(("fairshare_algorithm", "fair-tree"))
+    assert refused(given(slurm), bank("root", shares=parent), InvalidValue) == message
+    site = given(slurm, bank("root"))
+    edit_root = lambda s, st: s.edit_bank(st, "root", parent)  # noqa: E731
+    assert refused(site, edit_root, InvalidValue) == message
+    # An account below the root may take it; the weighted walk reads it as a number.
+    assert [name for name, _ in then(site, bank("a", "root", shares=parent))] == ["BankAdded"]
+    flux = given(bank("root", shares=parent))
+    assert refused(flux, slurm, InvalidValue) == message
