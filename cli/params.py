@@ -63,7 +63,8 @@ class SharesType(click.types.IntParamType):
     """Shares: an integer, or `parent` (Slurm's Fairshare=parent, stored as PARENT) for a Fair
     Tree or classic site, as sacctmgr takes it."""
 
-    name = "INTEGER|parent"
+    # The name stays click's "integer", so a bad value reads as argparse's "invalid int value"
+    # (cli/usage_errors.py), as flux-accounting's add-bank says it.
 
     def convert(self, value: Any, param: Any, ctx: Any) -> int:
         if str(value).strip().lower() == PARENT_TEXT:

@@ -87,7 +87,13 @@ def test_the_demo_announces_each_command_before_its_result(tmp_path: Path) -> No
     assert trees[0].members != trees[1].members  # a week of usage apart
     history, config = [step for step in steps if isinstance(step, demo.History)]
     assert len(history.entries) == 2  # alice added, then her limit raised
-    assert [e.action for e in config.entries] == ["create-db", "edit-config"]
+    # The Slurm site's policy: its creation, the timezone, and the partitions' billing weights.
+    assert [e.action for e in config.entries] == [
+        "create-db",
+        "edit-config",
+        "edit-queue",
+        "edit-queue",
+    ]
 
 
 def test_the_slurm_site_lives_beside_the_flux_one() -> None:
