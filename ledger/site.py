@@ -254,13 +254,6 @@ class Site(Aggregate):
             raise NotFound(f"parent bank {parent_bank} not found in bank_table")
         if not parent.active:
             raise InvalidValue(f"parent bank {parent_bank} is inactive")
-        if self.state.associations_in(parent_bank) and (
-            self.state.fairshare_algorithm == WEIGHTED_WALK
-        ):
-            raise InvalidValue(
-                f"banks cannot be added to a bank that currently has associations in it: "
-                f"{parent_bank}"
-            )
 
     def _check_no_cycle(self, bank: str, new_parent: str) -> None:
         if new_parent == bank or bank in self.state.ancestors(new_parent):
@@ -294,10 +287,6 @@ class Site(Aggregate):
             raise NotFound(f"Bank {bank} does not exist in bank_table")
         if not target.active:
             raise InvalidValue(f"bank {bank} is inactive")
-        if s.sub_banks(bank) and s.fairshare_algorithm == WEIGHTED_WALK:
-            raise InvalidValue(
-                f"associations cannot be added to the same parent bank as a sub-bank: {bank}"
-            )
         existing = s.association(username, bank)
         if existing is not None and (existing.active or not active):
             raise AlreadyExists(
@@ -766,24 +755,16 @@ class Site(Aggregate):
         return recorded
 
     def _check_policy(self, config: dict[str, str]) -> None:
-        """The weighted walk (flux-accounting's) ranks a bank's users or its sub-banks, never
-        both: a site whose tree mixes them (as Slurm's may) cannot switch to it."""
-        if config.get(ALGORITHM_KEY, WEIGHTED_WALK) != WEIGHTED_WALK:
-            for bank in self.state.banks.values():
-                _check_slurm_name("bank", bank.bank, is_root=not bank.parent_bank)
-                _check_root_shares(bank.bank, bank.shares, is_root=not bank.parent_bank)
-            for username in self.state.associations:
-                _check_slurm_name("user", username)
+        """A switch to fair-tree or classic: the tree must be one Slurm's can hold (names, and no
+        Fairshare=parent on the root). Users beside sub-banks suit every algorithm: the
+        weighted walk weighs a bank's users and sub-banks as siblings (ledger/fairshare.py)."""
+        if config.get(ALGORITHM_KEY, WEIGHTED_WALK) == WEIGHTED_WALK:
             return
-        for name in sorted(self.state.banks):
-            bank = self.state.banks[name]
-            if not bank.active or not self.state.sub_banks(name):
-                continue
-            if any(a.active for a in self.state.associations_in(name)):
-                raise InvalidValue(
-                    f"fairshare_algorithm {WEIGHTED_WALK}: bank {name} holds users and "
-                    "sub-banks, which the weighted walk cannot rank (use fair-tree or classic)"
-                )
+        for bank in self.state.banks.values():
+            _check_slurm_name("bank", bank.bank, is_root=not bank.parent_bank)
+            _check_root_shares(bank.bank, bank.shares, is_root=not bank.parent_bank)
+        for username in self.state.associations:
+            _check_slurm_name("user", username)
 
     # --- repair ----------------------------------------------------------------------------------
     def neutralize(

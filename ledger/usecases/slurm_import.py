@@ -2,8 +2,7 @@
 `sshare` reports) recorded as ordinary Site events in one transaction.
 
 * A ledger still on the weighted walk is switched to Fair Tree first (Slurm's default
-  algorithm; its trees hold users beside sub-accounts, which the weighted walk refuses); a
-  ledger already on fair-tree or classic keeps its algorithm.
+  algorithm); a ledger already on fair-tree or classic keeps its algorithm.
 * The Cluster line is the root bank `root` (Slurm's root association), with its Fairshare.
 * Accounts become banks under their Parent with their Fairshare, in the file's order (a parent
   comes before its children); users become associations (user, account) with their
@@ -266,8 +265,7 @@ def _apply(
 
     if state.fairshare_algorithm == WEIGHTED_WALK:
         # A Slurm site ranks by Fair Tree unless its slurm.conf says NO_FAIR_TREE (the default
-        # since 19.05), and its trees put users beside sub-accounts, which the weighted walk
-        # refuses; recorded first, in the same transaction, so history shows the switch.
+        # since 19.05); recorded first, in the same transaction, so history shows the switch.
         site.edit_config(at_line(0), [(ALGORITHM_KEY, FAIR_TREE)])
         applied.algorithm = [WEIGHTED_WALK, FAIR_TREE]
     for qos in dump.qos:

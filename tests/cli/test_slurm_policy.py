@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from tests.builders import job_line
 from tests.conftest import T0, Store
 
 
@@ -91,20 +92,22 @@ def test_policy_refusals_write_nothing(ledger_store: Store) -> None:
     assert ledger_store.log_position() == position
 
 
-def test_users_beside_sub_banks_follow_the_algorithm(ledger_store: Store) -> None:
+def test_users_beside_sub_banks_on_every_algorithm(ledger_store: Store) -> None:
+    """Issue 13: a bank holds users and sub-banks together on every algorithm (flux-accounting
+    refuses it, its t1079; a deliberate difference). The weighted walk weighs them as siblings:
+    under root, u1 (1 share, all 100 s of usage) and bank a (1 share, no usage, so the highest
+    weight); a's u2 is visited first and gets 2/2, u1 then 1/2."""
     ledger_store.run("add-bank", "root", "1")
     ledger_store.run("add-bank", "a", "1", "--parent-bank", "root")
-    refusal = ledger_store.run("add-user", "-u", "u1", "-B", "root", expect=1).stderr
-    assert refusal == (
-        "fairledger: associations cannot be added to the same parent bank as a sub-bank: root\n"
-    )
-    ledger_store.run("edit-config", "fairshare_algorithm=fair-tree")
-    ledger_store.run("add-user", "-u", "u1", "-B", "root")
-    refusal = ledger_store.run("edit-config", "fairshare_algorithm=weighted-walk", expect=1)
-    assert refusal.stderr == (
-        "fairledger: fairshare_algorithm weighted-walk: bank root holds users and sub-banks, "
-        "which the weighted walk cannot rank (use fair-tree or classic)\n"
-    )
+    ledger_store.run("add-user", "-u", "u1", "-i", "6001", "-B", "root")
+    ledger_store.run("add-user", "-u", "u2", "-i", "6002", "-B", "a")
+    job = job_line(1, user="u1", bank="root", end=T0 + 5, seconds=100)
+    ledger_store.run("ingest", "-", input=job + "\n", now=T0 + 10)
+    ledger_store.run("update-fshare", now=T0 + 20)
+    rows = json.loads(ledger_store.run("list-users", "--json", now=T0 + 20).stdout)
+    assert {r["username"]: r["fairshare"] for r in rows} == {"u1": 0.5, "u2": 1.0}
+    for algorithm in ("fair-tree", "classic", "weighted-walk"):  # and it switches either way
+        ledger_store.run("edit-config", f"fairshare_algorithm={algorithm}", now=T0 + 30)
 
 
 # --- billing -------------------------------------------------------------------------------------

@@ -80,6 +80,12 @@ DELIBERATE: dict[tuple[str, int], str] = {
     ("t1099-export-db-fairshare", 8): "fairshare-emulate runs update-fshare's weighted walk "
     "(user3, alone under a bank tied with two users' banks, gets 1/3 as the C++ gives); "
     "flux-accounting's Python emulator flattens the tie and gives 1.0 (docs/semantics.md)",
+    **_steps(
+        "t1079-issue809",
+        [6, 7],
+        "a bank holds users and sub-banks together on every algorithm (issue 13; the weighted "
+        "walk weighs them as siblings), where flux-accounting refuses both (docs/semantics.md)",
+    ),
     ("t1096-flux-account-bank-info", 18): "not a difference: the step greps that the tree has no "
     "line naming the user running it, and the runner ran as `root`, the root bank's name",
 }

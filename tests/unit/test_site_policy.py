@@ -151,16 +151,13 @@ def test_back_to_periods_with_a_reset_name_in_force_is_refused() -> None:
 
 
 # --- users beside sub-banks -------------------------------------------------------------------
-def test_the_weighted_walk_refuses_users_beside_sub_banks_as_flux_accounting_does() -> None:
+def test_the_weighted_walk_also_lets_a_bank_hold_users_and_sub_banks() -> None:
+    """Issue 13: for every algorithm (flux-accounting refuses it, t1079; our walk weighs a
+    bank's users and sub-banks as siblings, so nothing needs the refusal)."""
     site = given(bank("root"), bank("a", "root"))
-    assert (
-        refused(site, user("amy", "root"), InvalidValue)
-        == "associations cannot be added to the same parent bank as a sub-bank: root"
-    )
+    assert [name for name, _ in then(site, user("amy", "root"))] == ["AssociationAdded"]
     site = given(bank("root"), user("amy", "root"))
-    assert refused(site, bank("a", "root"), InvalidValue) == (
-        "banks cannot be added to a bank that currently has associations in it: root"
-    )
+    assert [name for name, _ in then(site, bank("a", "root"))] == ["BankAdded"]
 
 
 def test_slurm_algorithms_let_a_bank_hold_users_and_sub_banks_even_root() -> None:
@@ -176,17 +173,16 @@ def test_slurm_algorithms_let_a_bank_hold_users_and_sub_banks_even_root() -> Non
     assert site.state.association("u1", "root") is not None
 
 
-def test_a_mixed_tree_cannot_switch_back_to_the_weighted_walk() -> None:
+def test_a_mixed_tree_switches_between_algorithms() -> None:
     site = given(
         edit(("fairshare_algorithm", "fair-tree")),
         bank("root"),
         bank("a", "root"),
         user("u1", "root"),
     )
-    assert refused(site, edit(("fairshare_algorithm", "weighted-walk")), InvalidValue) == (
-        "fairshare_algorithm weighted-walk: bank root holds users and sub-banks, which the "
-        "weighted walk cannot rank (use fair-tree or classic)"
-    )
+    assert [name for name, _ in then(site, edit(("fairshare_algorithm", "weighted-walk")))] == [
+        "ConfigChanged"
+    ]
 
 
 def test_slurm_algorithms_refuse_names_their_tree_cannot_hold() -> None:

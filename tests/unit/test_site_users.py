@@ -79,13 +79,6 @@ def test_userid_falls_back_to_the_os_then_to_nobody() -> None:
         ("eve", "nope", {}, NotFound, "Bank nope does not exist in bank_table"),
         (
             "eve",
-            "root",  # a user only in a leaf bank
-            {},
-            InvalidValue,
-            "associations cannot be added to the same parent bank as a sub-bank: root",
-        ),
-        (
-            "eve",
             "physics",
             {"shares": -2},
             InvalidValue,
