@@ -891,6 +891,15 @@ def _check_value(value: str) -> str:
     return text
 
 
+def _one_of(key: str, text: str, choices: tuple[str, ...]) -> str:
+    """A config value that names one of `choices`, in any case; stored in lower case."""
+    if text.lower() not in choices:
+        raise InvalidValue(
+            f"invalid {key}: {bounds.printable(repr(text))} (must be one of {', '.join(choices)})"
+        )
+    return text.lower()
+
+
 def _check_root_shares(bank: str, shares: int, is_root: bool) -> None:
     """Under fair-tree or classic a share value of PARENT is Slurm's Fairshare=parent, which
     the root (the cluster association) cannot take: it has no parent to take shares from."""
@@ -1036,19 +1045,9 @@ def normalise_config_value(key: str, value: str) -> str:
             raise InvalidValue(f"invalid {key}: {text} (must be >= 0)")
         return str(check_float(key, number, 0.0, bounds.CHARGE_WEIGHT_MAX))
     if key == ALGORITHM_KEY:
-        if text.lower() not in ALGORITHMS:
-            raise InvalidValue(
-                f"invalid fairshare_algorithm: {bounds.printable(repr(text))} "
-                f"(must be one of {', '.join(ALGORITHMS)})"
-            )
-        return text.lower()
+        return _one_of(key, text, ALGORITHMS)
     if key == USAGE_MODEL_KEY:
-        if text.lower() not in USAGE_MODELS:
-            raise InvalidValue(
-                f"invalid usage_model: {bounds.printable(repr(text))} "
-                f"(must be one of {', '.join(USAGE_MODELS)})"
-            )
-        return text.lower()
+        return _one_of(key, text, USAGE_MODELS)
     if key == DAMPENING_KEY:
         if not text.isdigit() or not 1 <= int(text) <= DAMPENING_MAX:
             raise InvalidValue(

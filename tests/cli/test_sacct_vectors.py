@@ -21,6 +21,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from tests.cli.test_slurm_import import sshare_rows
 from tests.conftest import DATA, T0, Store
 
 SLURM = DATA / "slurm"
@@ -80,14 +81,9 @@ def test_the_vectors_row_for_row_through_a_sacct_file(
     recorded = len(data["users"])
     assert report == f"recorded {recorded}, duplicate 0, unmatched 0, skipped 1 (steps 1)\n"
     store.run("update-fshare")
-    lines = store.run("sshare", "-a", "-l", "-P").stdout.splitlines()
-    assert lines[0] == "|".join(data["columns"])
-    rows = {}
-    for line in lines[1:]:
-        fields = line.strip().split("|")
-        rows[(fields[0], fields[1])] = line.strip()
+    rows = sshare_rows(store, data["columns"])
     # root, every account and every user association, each once
-    assert len(rows) == len(lines) - 1 == 1 + len(data["accounts"]) + len(data["users"])
+    assert len(rows) == 1 + len(data["accounts"]) + len(data["users"])
     for expected in data["expected"]:
         fields = expected.split("|")
         fields[0] = fields[0].lower()  # sacctmgr stores account names lower-cased

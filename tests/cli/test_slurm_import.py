@@ -233,6 +233,19 @@ def test_a_classic_ledger_keeps_its_algorithm(store: Store) -> None:
     assert store.run("view-config", "fairshare_algorithm").stdout.strip().endswith("classic")
 
 
+def sshare_rows(store: Store, columns: list[str]) -> dict[tuple[str, str], str]:
+    """`sshare -a -l -P`'s rows by (account, user), indentation stripped, after checking its
+    header is `columns` and that no (account, user) comes twice."""
+    lines = store.run("sshare", "-a", "-l", "-P").stdout.splitlines()
+    assert lines[0] == "|".join(columns)
+    rows = {}
+    for line in lines[1:]:
+        fields = line.strip().split("|")
+        rows[(fields[0], fields[1])] = line.strip()
+    assert len(rows) == len(lines) - 1
+    return rows
+
+
 # Slurm's own algorithm for each vector (research §8): test24.1 and test_130_2 are classic,
 # test24.4 Fair Tree.
 VECTOR_ALGORITHMS = {"test24_1": "classic", "test24_4": "fair-tree", "test_130_2": "classic"}
@@ -248,13 +261,7 @@ def test_the_vectors_row_for_row_through_import_update_fshare_and_sshare(
     store.run("create-db", "--fairshare-algorithm", VECTOR_ALGORITHMS[name])
     imported(store, f"{name}.cfg", f"{name}.sshare")
     store.run("update-fshare")
-    lines = store.run("sshare", "-a", "-l", "-P").stdout.splitlines()
-    assert lines[0] == "|".join(data["columns"])
-    rows = {}
-    for line in lines[1:]:
-        fields = line.strip().split("|")
-        rows[(fields[0], fields[1])] = line.strip()
-    assert len(rows) == len(lines) - 1  # no (account, user) twice
+    rows = sshare_rows(store, data["columns"])
     for expected in data["expected"]:
         fields = expected.split("|")
         fields[0] = fields[0].lower()
