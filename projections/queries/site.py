@@ -170,11 +170,14 @@ def factor(conn: Connection, name: str) -> Row:
 
 
 def configs(conn: Connection, in_force: bool = False) -> list[Row]:
-    """The recorded config rows; with `in_force` (list-configs), also fairledger's own keys not
-    yet recorded, at their defaults. export-db and the plugin's config carry what was recorded."""
+    """The recorded config rows; with `in_force` (list-configs), on a Slurm site (fair-tree or
+    classic) also fairledger's own keys not yet recorded, at their defaults, so the policy in
+    force shows. A weighted-walk site lists what was recorded, as flux-accounting's config_table
+    does (its admins' scripts and its tests compare the listing; view-config KEY still answers
+    for a default). export-db and the plugin's config carry what was recorded."""
     rows = conn.query(_select(CONFIG_COLUMNS, "config_table"))
-    if in_force:
-        recorded = {r["key"]: r["value"] for r in rows}
+    recorded = {r["key"]: r["value"] for r in rows}
+    if in_force and recorded.get(ALGORITHM_KEY, WEIGHTED_WALK) != WEIGHTED_WALK:
         rows += [{"key": k, "value": v} for k, v in CONFIG_DEFAULTS.items() if k not in recorded]
         if USAGE_MODEL_KEY not in recorded:  # follows the algorithm until set
             rows.append({"key": USAGE_MODEL_KEY, "value": usage_model_of(recorded)})

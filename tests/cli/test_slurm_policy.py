@@ -17,10 +17,24 @@ def config_values(store: Store, *extra: str) -> dict[str, str]:
 
 
 def test_a_new_ledger_shows_the_policy_in_force(ledger_store: Store) -> None:
-    values = config_values(ledger_store)
-    assert {k: values[k] for k in ("fairshare_algorithm", "usage_model")} == {
+    """view-config answers for every policy key; list-configs on a weighted-walk site lists
+    what is recorded, as flux-accounting's does, and on a Slurm site the policy in force."""
+    shown = {
+        key: json.loads(ledger_store.run("view-config", key, "--json").stdout)[0]["value"]
+        for key in ("fairshare_algorithm", "usage_model", "fairshare_dampening_factor")
+    }
+    assert shown == {
         "fairshare_algorithm": "weighted-walk",
         "usage_model": "periods",
+        "fairshare_dampening_factor": "1",
+    }
+    assert "fairshare_algorithm" not in config_values(ledger_store)
+    ledger_store.run("edit-config", "fairshare_algorithm=classic")
+    values = config_values(ledger_store)
+    assert {k: values[k] for k in ("fairshare_algorithm", "usage_model", "timezone")} == {
+        "fairshare_algorithm": "classic",
+        "usage_model": "continuous",
+        "timezone": "UTC",
     }
     assert (values["fairshare_dampening_factor"], values["priority_flags"]) == ("1", "")
 
@@ -62,10 +76,19 @@ def test_edit_config_records_the_policy_and_history_shows_old_to_new(ledger_stor
     assert {e["reason"] for e in entries[-4:]} == {"moving to Slurm"}
     values = json.loads(ledger_store.run("list-configs", "--json", now=T0 + 10).stdout)
     assert {"key": "usage_model", "value": "continuous"} in values
-    # --as-of before the switch: the old policy
-    rows = ledger_store.run("list-configs", "--json", "--as-of", str(T0 + 5), now=T0 + 10)
-    before = {r["key"]: r["value"] for r in json.loads(rows.stdout)}
-    assert (before["fairshare_algorithm"], before["usage_model"]) == ("weighted-walk", "periods")
+    # --as-of before the switch: the old policy (a weighted-walk site lists only what was
+    # recorded, as flux-accounting does; view-config answers for a default)
+    before = {
+        key: json.loads(
+            ledger_store.run(
+                "view-config", key, "--json", "--as-of", str(T0 + 5), now=T0 + 10
+            ).stdout
+        )[0]["value"]
+        for key in ("fairshare_algorithm", "usage_model")
+    }
+    assert before == {"fairshare_algorithm": "weighted-walk", "usage_model": "periods"}
+    listed = ledger_store.run("list-configs", "--json", "--as-of", str(T0 + 5), now=T0 + 10)
+    assert "fairshare_algorithm" not in {r["key"] for r in json.loads(listed.stdout)}
 
 
 def test_policy_refusals_write_nothing(ledger_store: Store) -> None:

@@ -127,8 +127,10 @@ def test_the_site_timezone_moves_zone_less_times_only(site: Store) -> None:
     assert read_models_but_config(site) == usage_before
     configs = json.loads(site.run("list-configs", "--json", now=NOW).stdout)
     assert configs[-1] == {"key": "timezone", "value": "Europe/Berlin"}
-    before = json.loads(site.run("list-configs", "--json", "--as-of", str(X), now=NOW).stdout)
-    assert before[-1] == {"key": "timezone", "value": "UTC"}
+    before = json.loads(
+        site.run("view-config", "timezone", "--json", "--as-of", str(X), now=NOW).stdout
+    )
+    assert before == [{"key": "timezone", "value": "UTC"}]
     # Berlin is UTC+1 in November: its midnight of the 15th is X.
     for text in ("2023-11-15 00:00:00", "2023-11-15", "11/15/23", "Nov 15, 2023 12am"):
         assert job_ids(site, "-b", text) == ["1"], text
