@@ -46,12 +46,15 @@ repeated, QOS after Cluster, a second Cluster, a tree line before the Cluster li
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
 from ledger.errors import InvalidValue
 from ledger.slurm._lines import LineError, LineErrors
 from ledger.slurm_shares import PARENT, ROOT, SlurmAccount, SlurmUser
+
+T = TypeVar("T")
 
 DEFAULT_SHARES = 1
 """The shares of an association without `Fairshare=` (slurmdbd's default)."""
@@ -300,9 +303,15 @@ def parse_dump(text: str) -> SlurmDump:
                     default_account=_lower(fields.get("DefaultAccount")),
                     admin_level=fields.get("AdminLevel"),
                     line=number,
-                    qos=_inherited_qos(_qos_list(fields), account, accounts, cluster_qos),
-                    default_qos=_inherited_default(
-                        fields.get("DefaultQOS"), account, accounts, cluster_default_qos
+                    qos=_inherited(
+                        _qos_list(fields), account, accounts, lambda a: a.qos, cluster_qos
+                    ),
+                    default_qos=_inherited(
+                        fields.get("DefaultQOS"),
+                        account,
+                        accounts,
+                        lambda a: a.default_qos,
+                        cluster_default_qos,
                     ),
                 )
         except LineError as exc:
@@ -348,36 +357,25 @@ def _qos_list(fields: Mapping[str, str]) -> tuple[str, ...] | None:
     return tuple(item.strip() for item in text.split(",") if item.strip())
 
 
-def _inherited_qos(
-    own: tuple[str, ...] | None,
+def _inherited(
+    own: T | None,
     account: str,
     accounts: Mapping[str, DumpAccount],
-    cluster_qos: tuple[str, ...],
-) -> tuple[str, ...]:
+    read: Callable[[DumpAccount], T | None],
+    cluster_value: T,
+) -> T:
+    """A user's own value, else the nearest account's up the tree, else the Cluster line's: how
+    slurmdbd fills a QOS list or default QOS that a dump leaves out (it writes only what is set
+    on the line itself)."""
     if own is not None:
         return own
     found = accounts.get(account)
     while found is not None:
-        if found.qos is not None:
-            return found.qos
+        value = read(found)
+        if value is not None:
+            return value
         found = accounts.get(found.parent)
-    return cluster_qos
-
-
-def _inherited_default(
-    own: str | None,
-    account: str,
-    accounts: Mapping[str, DumpAccount],
-    cluster_default: str | None,
-) -> str | None:
-    if own is not None:
-        return own
-    found = accounts.get(account)
-    while found is not None:
-        if found.default_qos is not None:
-            return found.default_qos
-        found = accounts.get(found.parent)
-    return cluster_default
+    return cluster_value
 
 
 def _logical_lines(text: str) -> list[tuple[int, str]]:
