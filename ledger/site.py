@@ -826,6 +826,16 @@ class Site(Aggregate):
                 iev.UsageBalanceImported, entries=entries, shown=shown, **stamp.kwargs()
             )
 
+    def may_import(self, sha256: str, command: str, into: str = "an empty ledger") -> bool:
+        """Whether an import of the source with this sha256 is to be applied: False when it
+        was imported already (meanwhile, by another process); AlreadyExists when the ledger
+        holds a site, since an import brings a whole site into an empty ledger."""
+        if sha256 in self.state.imports:
+            return False
+        if self.state.banks or self.state.associations:
+            raise site_already_held(self.state, command, into)
+        return True
+
     def mark_imported(
         self,
         stamp: Stamp,
@@ -898,6 +908,17 @@ def _one_of(key: str, text: str, choices: tuple[str, ...]) -> str:
             f"invalid {key}: {bounds.printable(repr(text))} (must be one of {', '.join(choices)})"
         )
     return text.lower()
+
+
+def site_already_held(
+    state: SiteState, command: str, into: str = "an empty ledger"
+) -> AlreadyExists:
+    """The refusal of an import into a ledger that already holds a site."""
+    root = state.root_bank()
+    return AlreadyExists(
+        f"the ledger already holds a site (root bank {root.bank if root else '?'}); "
+        f"{command} brings a site into {into}"
+    )
 
 
 def _check_root_shares(bank: str, shares: int, is_root: bool) -> None:

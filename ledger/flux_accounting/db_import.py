@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ledger.errors import AlreadyExists, InvalidValue, LedgerError, NotFound, ProblemList
+from ledger.errors import InvalidValue, LedgerError, NotFound, ProblemList
 from ledger.flux_accounting.tables import (
     FLUX_CONFIG_DEFAULTS,
     TABLE_COLUMNS,
@@ -831,14 +831,8 @@ def apply_import(site: Site, stamp: Stamp, plan: ImportPlan) -> dict[str, int] |
     """The plan as Site commands (one Ledger.execute: one atomic save). Returns the counts
     recorded with the import marker; None when this source was already imported."""
     state = site.state
-    if plan.sha256 in state.imports:
+    if not site.may_import(plan.sha256, "import-flux-accounting"):
         return None
-    if state.banks or state.associations:
-        root = state.root_bank()
-        raise AlreadyExists(
-            f"the ledger already holds a site (root bank {root.bank if root else '?'}); "
-            "import-flux-accounting brings a site into an empty ledger"
-        )
     base = {"import": plan.file, "sha256": plan.sha256}
 
     def at_row(

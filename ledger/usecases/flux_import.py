@@ -12,7 +12,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
-from ledger.errors import AlreadyExists, LedgerMissing
+from ledger.errors import LedgerMissing
 from ledger.flux_accounting.db_import import (
     FIXES,
     FluxSource,
@@ -23,6 +23,7 @@ from ledger.flux_accounting.db_import import (
     read_source,
 )
 from ledger.flux_accounting.jobs_table import flux_job_records
+from ledger.site import site_already_held
 from ledger.store.application import Ledger
 from ledger.usecases.ingest import IngestNotes, record_input
 from ledger.usecases.session import Session
@@ -138,11 +139,7 @@ def _holds(ledger: Ledger, plan: ImportPlan) -> bool:
         state.association(a.username, a.bank) is not None for a in plan.associations
     ):
         return True
-    root = state.root_bank()
-    raise AlreadyExists(
-        f"the ledger already holds a site (root bank {root.bank if root else '?'}); "
-        f"{COMMAND} brings a site into an empty ledger"
-    )
+    raise site_already_held(state, COMMAND)
 
 
 def _import_jobs(

@@ -32,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from ledger.errors import AlreadyExists, InvalidValue, LedgerError, NotFound, ProblemList
+from ledger.errors import InvalidValue, LedgerError, NotFound, ProblemList
 from ledger.site import Site, Stamp
 from ledger.slurm.dump import DumpUser, SlurmDump, parse_dump
 from ledger.slurm.sshare import SshareRow, parse_sshare
@@ -242,14 +242,8 @@ def _apply(
     """The dump as Site commands, in one Ledger.execute (one atomic save). None when these
     files were imported meanwhile; ProblemList (nothing recorded) when a line is refused."""
     state = site.state
-    if source.sha256 in state.imports:
+    if not site.may_import(source.sha256, COMMAND, "a ledger with no banks"):
         return None
-    if state.banks or state.associations:
-        root = state.root_bank()
-        raise AlreadyExists(
-            f"the ledger already holds a site (root bank {root.bank if root else '?'}); "
-            f"{COMMAND} brings a site into a ledger with no banks"
-        )
     dump = source.dump
     applied = _Applied()
     if dump.root_shares == PARENT:
