@@ -148,20 +148,19 @@ def find_job(conn: Connection, job_id: int, cluster: str | None, shown: str) -> 
     )
 
 
-def _set_by_hand(ledger: Ledger, position: int) -> str | None:
-    """Who set the value in force at `position` by hand (FairshareSet), or None when it is an
-    import's opening balance: both are in force the same way, but the explanation differs."""
+def _stored_by(ledger: Ledger, position: int | None) -> tuple[str | None, str | None]:
+    """Who stored the value in force at `position`, as (set by hand with --fairshare, ran the
+    clear-usage that put it back at 0.5); both None for an import's opening balance, or when no
+    stored value is in force. All three are in force the same way; the explanation differs."""
+    if position is None:
+        return None, None
     (notification,) = ledger.recorder.select_notifications(start=position, limit=1)
     event: Any = ledger.mapper.to_domain_event(notification)
-    return str(event.actor) or "-" if isinstance(event, ev.FairshareSet) else None
-
-
-def _cleared_by(ledger: Ledger, position: int) -> str | None:
-    """Who ran the clear-usage at `position` (its associations are back at a new association's
-    value until a walk), or None when the stored value came otherwise."""
-    (notification,) = ledger.recorder.select_notifications(start=position, limit=1)
-    event: Any = ledger.mapper.to_domain_event(notification)
-    return str(event.actor) or "-" if isinstance(event, ev.UsageCleared) else None
+    actor = str(event.actor) or "-"
+    return (
+        actor if isinstance(event, ev.FairshareSet) else None,
+        actor if isinstance(event, ev.UsageCleared) else None,
+    )
 
 
 def explain_job(
@@ -193,6 +192,7 @@ def explain_job(
     weights = weights_of(state)
     assoc = state.association(*key)
     assert assoc is not None  # the resolver found it
+    set_by, cleared_by = _stored_by(ledger, value.imported)
     return Explanation(
         job=job,
         association=key,
@@ -201,8 +201,8 @@ def explain_job(
         snapshot=in_force.marker if in_force is not None else None,
         source=source.marker if source is not None else None,
         imported=marker_at_position(conn, value.imported) if value.imported is not None else None,
-        set_by=_set_by_hand(ledger, value.imported) if value.imported is not None else None,
-        cleared_by=_cleared_by(ledger, value.imported) if value.imported is not None else None,
+        set_by=set_by,
+        cleared_by=cleared_by,
         fairshare=fairshare,
         rank=source.rank(key) if source is not None else None,
         ranked=source.ranked if source is not None else None,
