@@ -22,7 +22,10 @@ INDEX: dict[str, tuple[str, str]] = {
         "Add a config key of the site's own (the core keys always exist: use edit-config).",
     ),
     "add-project": ("projects", "Add PROJECT."),
-    "add-queue": ("queues", "Add QUEUE with its limits, priority and billing weights."),
+    "add-queue": (
+        "queues",
+        "Add QUEUE with its limits, priority, billing weights and Slurm partition fields.",
+    ),
     "add-user": (
         "users",
         "Add an association (USERNAME in BANK), or reactivate it with the values given.",
@@ -162,7 +165,11 @@ INDEX: dict[str, tuple[str, str]] = {
         "Load CSV files in flux-accounting's layout through the normal validated commands, "
         "each row one event; a refused row (listed) writes nothing at all.",
     ),
-    "priority": ("priority", "The integer priority a job of USERNAME would get, factor by factor."),
+    "priority": (
+        "priority",
+        "The integer priority a job of USERNAME would get, factor by factor (on a Slurm site, "
+        "Slurm's multifactor priority, like sprio -l -n -w).",
+    ),
     "priority-update": (
         "priority",
         "Send the payloads to a running Flux instance's mf_priority plugin, then reprioritize"
@@ -170,7 +177,7 @@ INDEX: dict[str, tuple[str, str]] = {
     ),
     "rebuild": ("admin", "Drop every read model and rebuild it from the event log."),
     "report": ("reports", "Reports over the ledger's history."),
-    "reset-factors": ("settings", "Set the four factor weights back to their defaults."),
+    "reset-factors": ("settings", "Set the factor weights back to their defaults."),
     "scrub-old-jobs": ("maintenance", "Accepted for flux-accounting's scripts; removes nothing."),
     "show-usage": (
         "show_usage",

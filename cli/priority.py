@@ -5,19 +5,28 @@ from __future__ import annotations
 
 import json
 import os
+from typing import Any
 
 import click
 
 from cli.output import table
-from cli.params import AsOf, as_of_option
+from cli.params import TIME, AsOf, as_of_option
 from cli.session import session
 from ledger.flux_accounting.payloads import PAYLOAD_NAMES, strict_json
+from ledger.priority import URGENCY_DEFAULT
 from ledger.usecases import check_job as job_check
 from ledger.usecases.priority import (
     current_payloads,
     plugin_config,
     priority_of,
+    priority_view,
     send_priority_update,
+)
+from ledger.usecases.slurm_priority import (
+    SlurmJob,
+    answer_json,
+    parse_tres_request,
+    slurm_priority_of,
 )
 
 EXIT_HELD = 3
@@ -28,12 +37,32 @@ EXIT_REJECTED = 4
 @click.option("--username", required=True)
 @click.option("--bank", default=None, help="Default: the user's default bank.")
 @click.option("--queue", default=None, help="The job's queue (its priority is the factor).")
-@click.option("--urgency", type=int, default=16, show_default=True, help="0 holds, 31 expedites.")
+@click.option(
+    "--urgency", type=int, default=None, help="0 holds, 31 expedites (Flux sites; default 16)."
+)
 @click.option(
     "--fairshare",
     type=float,
     default=None,
     help="What-if: use this fair-share instead of the one in force.",
+)
+@click.option("--qos", default=None, help="Slurm sites: the job's QOS (default: its DefaultQOS).")
+@click.option("--nodes", type=int, default=None, help="Slurm sites: the job's minimum nodes (1).")
+@click.option("--cpus", type=int, default=None, help="Slurm sites: the job's CPUs (none given).")
+@click.option(
+    "--time-limit", type=int, default=None, help="Slurm sites: the job's time limit in minutes."
+)
+@click.option("--submit", type=TIME, default=None, help="Slurm sites: submitted then (now).")
+@click.option(
+    "--eligible", type=TIME, default=None, help="Slurm sites: eligible then (its submission)."
+)
+@click.option("--nice", type=int, default=None, help="Slurm sites: the job's nice (0).")
+@click.option("--site-factor", type=int, default=None, help="Slurm sites: its SiteFactor (0).")
+@click.option(
+    "--tres",
+    default=None,
+    metavar="TRES=N,...",
+    help="Slurm sites: requested TRES, e.g. 'mem=8000,gres/gpu=2' (mem in MiB).",
 )
 @click.option("--json", "as_json", is_flag=True)
 @as_of_option
@@ -44,12 +73,31 @@ def priority(
     username: str,
     bank: str | None,
     queue: str | None,
-    urgency: int,
+    urgency: int | None,
     fairshare: float | None,
     as_json: bool,
+    **slurm: Any,
 ) -> None:
-    """The integer priority a job of USERNAME would get, factor by factor."""
-    answer = priority_of(session(ctx), username, bank, queue, urgency, fairshare, as_of)
+    """The integer priority a job of USERNAME would get, factor by factor (on a Slurm site,
+    Slurm's multifactor priority, like sprio -l -n -w)."""
+    s = session(ctx)
+    view = priority_view(s, as_of)
+    if view.slurm:
+        if urgency is not None:
+            raise click.UsageError("--urgency is Flux's; a Slurm site's job takes --nice")
+        job = slurm_job(username, bank, queue, fairshare, slurm)
+        priced = slurm_priority_of(s, job, view=view)
+        if as_json:
+            click.echo(json.dumps(answer_json(priced), indent=2))
+            return
+        click.echo(table(priced.factor_rows(), ["factor", "value", "weight", "product"]))
+        click.echo(f"priority: {priced.result.priority}")
+        return
+    given = [f"--{name.replace('_', '-')}" for name, value in slurm.items() if value is not None]
+    if given:
+        raise click.UsageError(f"{', '.join(given)}: Slurm sites only (this site is a Flux one)")
+    urgency = URGENCY_DEFAULT if urgency is None else urgency
+    answer = priority_of(s, username, bank, queue, urgency, fairshare, view=view)
     if as_json:
         click.echo(
             json.dumps(
@@ -67,6 +115,32 @@ def priority(
         return
     click.echo(table(answer.factors, ["factor", "value", "weight", "product"]))
     click.echo(f"priority: {answer.priority}")
+
+
+def slurm_job(
+    username: str,
+    bank: str | None,
+    queue: str | None,
+    fairshare: float | None,
+    options: dict[str, Any],
+) -> SlurmJob:
+    """The job `priority`'s Slurm options describe."""
+    submit, eligible = options["submit"], options["eligible"]
+    return SlurmJob(
+        username=username,
+        bank=bank,
+        queue=queue,
+        qos=options["qos"],
+        nodes=1 if options["nodes"] is None else options["nodes"],
+        cpus=options["cpus"] or 0,
+        time_limit=options["time_limit"],
+        submit=submit,
+        eligible=eligible,
+        nice=options["nice"] or 0,
+        site_factor=options["site_factor"] or 0,
+        tres=parse_tres_request(options["tres"]),
+        fairshare=fairshare,
+    )
 
 
 @click.command("check-job")

@@ -9,6 +9,7 @@ import click
 from cli.output import NO_RESULTS, Output, output_options
 from cli.params import AsOf, as_of_option
 from cli.session import change_options, session
+from ledger.state import PARTITION_DEFAULTS
 from projections.queries import site as queries
 from projections.writers.schema import QUEUE_COLUMNS
 
@@ -40,6 +41,29 @@ def queue_options(func: Any) -> Any:
                 help="Slurm's TRESBillingWeights, e.g. 'CPU=1.0,Mem=0.25G,GRES/gpu=2.0' "
                 "(memory per MiB; K/M/G/T/P scale); '' clears (billing = the job's CPUs).",
             ),
+            click.option(
+                "--priority-job-factor",
+                type=int,
+                default=None,
+                help="Slurm's PriorityJobFactor (0..65533; default 1): the partition factor.",
+            ),
+            click.option(
+                "--priority-tier",
+                type=int,
+                default=None,
+                help="Slurm's PriorityTier (0..65533; default 1): sorts before priority.",
+            ),
+            click.option(
+                "--total-nodes", type=int, default=None, help="The partition's node count."
+            ),
+            click.option("--total-cpus", type=int, default=None, help="The partition's CPUs."),
+            click.option(
+                "--total-tres",
+                default=None,
+                metavar="TRES=N,...",
+                help="The partition's other TRES totals, e.g. 'mem=512000,gres/gpu=8' (mem in "
+                "MiB); '' clears.",
+            ),
         ]
     ):
         func = option(func)
@@ -59,8 +83,11 @@ def add_queue(
     reason: str | None,
     **given: Any,
 ) -> None:
-    """Add QUEUE with its limits, priority and billing weights."""
-    session(ctx).change(lambda s, st: s.add_queue(st, queue, given, billing_weights), reason, actor)
+    """Add QUEUE with its limits, priority, billing weights and Slurm partition fields."""
+    part = _partition(given)
+    session(ctx).change(
+        lambda s, st: s.add_queue(st, queue, given, billing_weights, part), reason, actor
+    )
 
 
 @click.command("edit-queue")
@@ -77,11 +104,17 @@ def edit_queue(
     **given: Any,
 ) -> None:
     """Edit QUEUE; -1 resets a limit to its default (priority takes any integer)."""
+    part = _partition(given)
     changed = session(ctx).change(
-        lambda s, st: s.edit_queue(st, queue, given, billing_weights), reason, actor
+        lambda s, st: s.edit_queue(st, queue, given, billing_weights, part), reason, actor
     )
     if not changed:
         click.echo(f"queue {queue}: nothing to change", err=True)
+
+
+def _partition(given: dict[str, Any]) -> dict[str, Any]:
+    """Takes the partition fields out of the options given (the rest are the limits)."""
+    return {name: given.pop(name) for name in PARTITION_DEFAULTS}
 
 
 @click.command("delete-queue")
@@ -117,10 +150,8 @@ def view_queue(
 ) -> None:
     """Show QUEUE (JSON; a table with --parsable)."""
     row = queries.queue(session(ctx).read(as_of), queue)
-    columns = [
-        *QUEUE_COLUMNS,
-        *([queries.BILLING_WEIGHTS] if queries.BILLING_WEIGHTS in row else []),
-    ]
+    extra = [queries.BILLING_WEIGHTS, *PARTITION_DEFAULTS]
+    columns = [*QUEUE_COLUMNS, *(column for column in extra if column in row)]
     click.echo(Output(as_json, fmt, fields, parsable).render([row], columns, default="json"))
 
 

@@ -9,12 +9,18 @@ from cli.output import NO_RESULTS, Output, output_options
 from cli.params import AsOf, as_of_option
 from cli.session import change_options, session
 from ledger.errors import InvalidValue
+from ledger.state import TRES_WEIGHTS_KEY
 from projections.queries import site as queries
 from projections.writers.schema import CONFIG_COLUMNS, FACTOR_COLUMNS
 
 
 @click.command("edit-factor")
-@click.option("--factor", required=True, help="fairshare, queue, bank or urgency.")
+@click.option(
+    "--factor",
+    required=True,
+    help="fairshare, queue, bank or urgency; on a Slurm site age, assoc, fairshare, jobsize, "
+    "partition or qos.",
+)
 @click.option("--weight", required=True, type=int)
 @change_options
 @click.pass_context
@@ -61,17 +67,19 @@ def list_factors(
 @change_options
 @click.pass_context
 def reset_factors(ctx: click.Context, actor: str | None, reason: str | None) -> None:
-    """Set the four factor weights back to their defaults."""
+    """Set the factor weights back to their defaults."""
     session(ctx).change(lambda s, st: s.reset_factors(st), reason, actor)
 
 
 def _pairs(items: tuple[str, ...]) -> list[tuple[str, str]]:
     pairs = []
     for item in items:
-        if item.count("=") != 1:
+        key, _, value = item.partition("=")
+        # Slurm's PriorityWeightTRES is itself a list of TRES=weight pairs.
+        nested = key.strip() == TRES_WEIGHTS_KEY and "=" in value
+        if item.count("=") != 1 and not nested:
             # flux-accounting's words (t1093 greps them), then the value refused.
             raise InvalidValue(f'key-value string must contain exactly one "=": {item!r}')
-        key, value = item.split("=")
         pairs.append((key.strip(), value.strip()))
     return pairs
 

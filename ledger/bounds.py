@@ -71,6 +71,8 @@ SHARES_MAX = INT32_MAX
 LIMIT_MAX = INT32_MAX  # association and queue limits; INT32_MAX itself reads "unlimited"
 PRIORITY_MIN, PRIORITY_MAX = INT32_MIN, INT32_MAX  # queue and bank priorities
 FACTOR_WEIGHT_MIN, FACTOR_WEIGHT_MAX = INT32_MIN, INT32_MAX
+# Slurm's PriorityWeight* and counts such as the cluster's CPUs are uint32.
+SLURM_WEIGHT_MAX = UINT32_MAX
 ID_MAX = INT32_MAX  # bank_id, project_id: INTEGER columns
 USERID_MAX = UINT32_MAX
 COUNT_MAX = INT32_MAX  # a job's nnodes, ncores, ngpus

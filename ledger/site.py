@@ -35,19 +35,26 @@ from ledger.state import (
     ALGORITHMS,
     ASSOCIATION_DEFAULTS,
     BILLING_WEIGHTS,
+    CLUSTER_CPUS_KEY,
+    CLUSTER_NODES_KEY,
     CONFIG_DEFAULTS,
     CONFIG_KEYS,
     DAMPENING_KEY,
     EDITABLE_CONFIG_KEYS,
     FACTOR_DEFAULTS,
+    FAVOR_SMALL_KEY,
     HALF_LIFE_KEY,
+    MAX_AGE_KEY,
+    PARTITION_DEFAULTS,
     PERIODS,
     PRIORITY_FLAGS_KEY,
     QOS_DEFAULTS,
     QOS_FLAGS,
     QUEUE_DEFAULTS,
     RESET_PERIOD_KEY,
+    SLURM_FACTOR_DEFAULTS,
     TIMEZONE_KEY,
+    TRES_WEIGHTS_KEY,
     USAGE_MODEL_KEY,
     USAGE_MODELS,
     WEIGHTED_WALK,
@@ -62,7 +69,23 @@ from ledger.state import (
 
 SITE_ID = uuid5(NAMESPACE_URL, "fairledger:site")
 RESET_NAMES = tuple(ResetPeriod)  # Slurm's PriorityUsageResetPeriod names (continuous model)
-PRIORITY_FLAGS = tuple(BillingMode)[1:]  # MAX_TRES, MAX_TRES_GRES: SUM is no flag
+# Slurm's PriorityFlags that a ledger records (research slurm.md §3.3, §4.3): the billing ones
+# (BillingMode's, SUM is no flag) and the multifactor ones. NO_FAIR_TREE and DEPTH_OBLIVIOUS are
+# the fairshare_algorithm key's to say; CALCULATE_RUNNING only changes which jobs slurmctld
+# recomputes, kept so that a site's slurm.conf reads back whole.
+PRIORITY_FLAGS = (
+    *tuple(BillingMode)[1:],
+    "ACCRUE_ALWAYS",
+    "SMALL_RELATIVE_TO_TIME",
+    "CALCULATE_RUNNING",
+    "INCR_ONLY",
+    "NO_NORMAL_ASSOC",
+    "NO_NORMAL_PART",
+    "NO_NORMAL_QOS",
+    "NO_NORMAL_TRES",
+    "NO_NORMAL_ALL",
+)
+ALGORITHM_FLAGS = ("FAIR_TREE", "NO_FAIR_TREE", "DEPTH_OBLIVIOUS")
 DAMPENING_MAX = 0xFFFF  # Slurm's FairShareDampeningFactor is a uint16
 UNLIMITED_WORDS = ("-1", "unlimited")
 
@@ -573,8 +596,10 @@ class Site(Aggregate):
         queue: str,
         given: dict[str, int | None],
         billing_weights: str | None = None,
+        partition: dict[str, int | str | None] | None = None,
     ) -> None:
-        """`billing_weights`: Slurm's TRESBillingWeights for the jobs of this queue."""
+        """`billing_weights`: Slurm's TRESBillingWeights for the jobs of this queue;
+        `partition`: its PARTITION_DEFAULTS fields (None: not given)."""
         _check_name("queue", queue)
         if queue in self.state.queues:
             raise AlreadyExists(f"queue {queue} already exists in queue_table")
@@ -586,6 +611,10 @@ class Site(Aggregate):
         weights = _check_billing_weights(billing_weights)
         if weights:  # a queue without weights records what flux-accounting's queues record
             fields[BILLING_WEIGHTS] = weights
+        # Likewise the partition fields: recorded only when they say something.
+        for name, setting in _partition_fields(partition).items():
+            if setting != PARTITION_DEFAULTS[name]:
+                fields[name] = setting
         self.trigger_event(ev.QueueAdded, queue=queue, fields=fields, **stamp.kwargs())
 
     def edit_queue(
@@ -594,14 +623,17 @@ class Site(Aggregate):
         queue: str,
         given: dict[str, int | None],
         billing_weights: str | None = None,
+        partition: dict[str, int | str | None] | None = None,
     ) -> bool:
-        """`billing_weights` "" clears the queue's weights (billing = CPUs again)."""
+        """`billing_weights` "" clears the queue's weights (billing = CPUs again); so does
+        `total_tres` "" its TRES totals."""
         current = self.state.queues.get(queue)
         if current is None:
             raise NotFound(f"queue {queue} not found in queue_table")
         wanted: dict[str, int | str] = {}
         if billing_weights is not None:
             wanted[BILLING_WEIGHTS] = _check_billing_weights(billing_weights)
+        wanted.update(_partition_fields(partition))
         for name, value in given.items():
             if value is None:
                 continue
@@ -695,12 +727,23 @@ class Site(Aggregate):
 
     # --- factors and config ----------------------------------------------------------------------
     def edit_factor(self, stamp: Stamp, factor: str, weight: int) -> bool:
-        if factor not in FACTOR_DEFAULTS:
+        """A weight of the site's family: flux-accounting's four factors, or on a Slurm site
+        (fair-tree, classic) Slurm's PriorityWeight* (uint32: a negative weight is refused)."""
+        defaults = factor_defaults(self.state.slurm_site)
+        if factor not in defaults:
             raise InvalidValue(
                 f"factor {factor} not found in priority_factor_weight_table; available factors are "
-                f"{','.join(FACTOR_DEFAULTS)}"
+                f"{','.join(defaults)}"
             )
-        weight = check_int("weight", weight, bounds.FACTOR_WEIGHT_MIN, bounds.FACTOR_WEIGHT_MAX)
+        if self.state.slurm_site:
+            if weight < 0:
+                raise InvalidValue(
+                    f"invalid weight: {weight} (Slurm's PriorityWeight{factor.capitalize()} "
+                    "must be >= 0)"
+                )
+            weight = check_int("weight", weight, 0, bounds.SLURM_WEIGHT_MAX)
+        else:
+            weight = check_int("weight", weight, bounds.FACTOR_WEIGHT_MIN, bounds.FACTOR_WEIGHT_MAX)
         old = self.state.factors.get(factor)
         if old == weight:
             return False
@@ -710,7 +753,8 @@ class Site(Aggregate):
         return True
 
     def reset_factors(self, stamp: Stamp) -> int:
-        return sum(self.edit_factor(stamp, f, w) for f, w in FACTOR_DEFAULTS.items())
+        defaults = factor_defaults(self.state.slurm_site)
+        return sum(self.edit_factor(stamp, f, w) for f, w in defaults.items())
 
     def add_config(self, stamp: Stamp, key: str, value: str) -> None:
         """add-config: a key of the site's own (the core keys are always there)."""
@@ -976,6 +1020,111 @@ def normalise_qos_flags(text: str) -> str:
     return ",".join(flag for flag in QOS_FLAGS if flag in wanted)
 
 
+def factor_defaults(slurm_site: bool) -> dict[str, int]:
+    """The factors a site weighs its jobs' priority by, with their defaults."""
+    return SLURM_FACTOR_DEFAULTS if slurm_site else FACTOR_DEFAULTS
+
+
+def _partition_fields(given: dict[str, int | str | None] | None) -> dict[str, int | str]:
+    """The partition fields given (None: not given), validated and in their stored form."""
+    from ledger.slurm_priority import PART_PRIORITY_MAX, UINT32_MAX
+
+    out: dict[str, int | str] = {}
+    for name, value in (given or {}).items():
+        if value is None:
+            continue
+        if name not in PARTITION_DEFAULTS:
+            raise InvalidValue(f"unknown partition field {name!r}")
+        if name == "total_tres":
+            out[name] = _check_tres_totals(str(value))
+            continue
+        label = name.replace("_", "-")
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise InvalidValue(f"invalid {label}: {value!r} (must be an integer)")
+        high = PART_PRIORITY_MAX if name.startswith("priority_") else UINT32_MAX
+        if not 0 <= value <= high:
+            raise InvalidValue(f"invalid {label}: {value} (must be 0..{high})")
+        out[name] = value
+    return out
+
+
+def _check_tres_totals(text: str) -> str:
+    """`mem=256000,gres/gpu=8`: TRES name=count pairs (counts whole and >= 0), stored with the
+    names keyed as the priority keys them; "" clears."""
+    from ledger.slurm_priority import tres_key
+
+    check_text("TRES totals", text.strip())
+    pairs: dict[str, int] = {}
+    for item in csv_items(text):
+        name, sep, count = item.partition("=")
+        key = tres_key(name) if sep and name.strip() else ""
+        if not key or not count.strip().isdigit():
+            raise InvalidValue(
+                f"invalid TRES total {bounds.printable(repr(item))} "
+                "(use e.g. mem=256000,gres/gpu=8)"
+            )
+        if key in ("node", "cpu"):
+            raise InvalidValue(
+                f"invalid TRES total {bounds.printable(repr(item))}: a queue's {key} count is "
+                f"--total-{key}s"
+            )
+        pairs[key] = check_int(f"TRES total {key}", int(count), 0, 2**63 - 1)
+    return ",".join(f"{k}={v}" for k, v in pairs.items())
+
+
+def _tres_weights_value(text: str) -> str:
+    from ledger.slurm_priority import parse_tres_weights
+
+    check_text(TRES_WEIGHTS_KEY, text)
+    try:
+        parse_tres_weights(text)
+    except InvalidValue as err:
+        raise InvalidValue(f"invalid {TRES_WEIGHTS_KEY}: {err}") from None
+    return text
+
+
+def _max_age_value(text: str) -> str:
+    """PriorityMaxAge as a duration (`7d`, `12h`, seconds), stored in seconds, at most Slurm's
+    uint32 (import-slurm --conf converts slurm.conf's `7-0`)."""
+    from ledger.slurm_priority import UINT32_MAX
+
+    seconds = parse_duration(text)
+    if not seconds.is_integer() or not 0 <= seconds <= UINT32_MAX:
+        raise InvalidValue(f"invalid {MAX_AGE_KEY}: {text} (whole seconds, 0..{UINT32_MAX})")
+    return str(int(seconds))
+
+
+def _favor_small_value(text: str) -> str:
+    word = text.upper()
+    if word in ("YES", "TRUE", "1"):
+        return "YES"
+    if word in ("NO", "FALSE", "0"):
+        return "NO"
+    raise InvalidValue(
+        f"invalid {FAVOR_SMALL_KEY}: {bounds.printable(repr(text))} (must be YES or NO)"
+    )
+
+
+def _count_value(key: str) -> Any:
+    def check(text: str) -> str:
+        if not text.isdigit():
+            raise InvalidValue(
+                f"invalid {key}: {bounds.printable(repr(text))} (must be a whole number >= 0)"
+            )
+        return str(check_int(key, int(text), 0, bounds.SLURM_WEIGHT_MAX))
+
+    return check
+
+
+_SLURM_PRIORITY_KEYS = {
+    TRES_WEIGHTS_KEY: _tres_weights_value,
+    MAX_AGE_KEY: _max_age_value,
+    FAVOR_SMALL_KEY: _favor_small_value,
+    CLUSTER_NODES_KEY: _count_value(CLUSTER_NODES_KEY),
+    CLUSTER_CPUS_KEY: _count_value(CLUSTER_CPUS_KEY),
+}
+
+
 def _check_billing_weights(text: str | None) -> str:
     """TRESBillingWeights as stored: the text given, once ledger.billing can read it."""
     if text is None or not text.strip():
@@ -1079,6 +1228,11 @@ def normalise_config_value(key: str, value: str) -> str:
     if key == PRIORITY_FLAGS_KEY:
         flags = [flag.upper() for flag in csv_items(text)]
         for flag in flags:
+            if flag in ALGORITHM_FLAGS:
+                raise InvalidValue(
+                    f"invalid priority_flags: {flag} is chosen with fairshare_algorithm "
+                    f"({', '.join(ALGORITHMS)})"
+                )
             if flag not in PRIORITY_FLAGS:
                 raise InvalidValue(
                     f"invalid priority_flags: unknown flag {bounds.printable(repr(flag))} "
@@ -1087,6 +1241,8 @@ def normalise_config_value(key: str, value: str) -> str:
         return ",".join(dict.fromkeys(flags))
     if key == RESET_PERIOD_KEY and text.upper() in RESET_NAMES:
         return text.upper()
+    if key in _SLURM_PRIORITY_KEYS:
+        return _SLURM_PRIORITY_KEYS[key](text)
     if key in ("priority_usage_reset_period", "priority_decay_half_life"):
         seconds = parse_duration(text)
         if key == HALF_LIFE_KEY and seconds == 0:

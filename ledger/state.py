@@ -28,6 +28,17 @@ ASSOCIATION_DEFAULTS: dict[str, Any] = {
 # A queue's Slurm TRESBillingWeights: a field beyond flux-accounting's queue_table, kept only
 # when a queue has weights.
 BILLING_WEIGHTS = "billing_weights"
+# A queue's Slurm partition fields for multifactor priority (research slurm.md §4.2), beyond
+# flux-accounting's queue_table and kept only when given: PriorityJobFactor, PriorityTier, and the
+# partition's size (nodes, CPUs, and other TRES totals as `mem=256000,gres/gpu=8`, mem in MiB),
+# the denominators of the TRES factors.
+PARTITION_DEFAULTS: dict[str, int | str] = {
+    "priority_job_factor": 1,
+    "priority_tier": 1,
+    "total_nodes": 0,
+    "total_cpus": 0,
+    "total_tres": "",
+}
 
 QUEUE_DEFAULTS: dict[str, int] = {
     "min_nodes_per_job": 1,
@@ -60,6 +71,16 @@ QOS_FLAGS = (
     "UsageFactorSafe",
 )
 FACTOR_DEFAULTS: dict[str, int] = {"fairshare": 100000, "queue": 10000, "bank": 0, "urgency": 1000}
+# Slurm's PriorityWeight* (slurm.md §4.1: uint32, 0 by default), the factors of a Slurm site. The
+# fair-share weight is one fact for both families: its default stays flux-accounting's.
+SLURM_FACTOR_DEFAULTS: dict[str, int] = {
+    "age": 0,
+    "assoc": 0,
+    "fairshare": FACTOR_DEFAULTS["fairshare"],
+    "jobsize": 0,
+    "partition": 0,
+    "qos": 0,
+}
 CONFIG_KEYS = (
     "priority_usage_reset_period",
     "priority_decay_half_life",
@@ -84,6 +105,14 @@ PERIODS, CONTINUOUS = "periods", "continuous"
 USAGE_MODELS = (PERIODS, CONTINUOUS)
 DAMPENING_KEY = "fairshare_dampening_factor"
 PRIORITY_FLAGS_KEY = "priority_flags"
+# Slurm's multifactor settings beyond the weights (research slurm.md §4): PriorityWeightTRES,
+# PriorityMaxAge (seconds), PriorityFavorSmall, and the cluster's size for the job-size factor
+# (every node counted once; 0: the sum over the queues' totals).
+TRES_WEIGHTS_KEY = "priority_weight_tres"
+MAX_AGE_KEY = "priority_max_age"
+FAVOR_SMALL_KEY = "priority_favor_small"
+CLUSTER_NODES_KEY = "cluster_nodes"
+CLUSTER_CPUS_KEY = "cluster_cpus"
 RESET_PERIOD_KEY = "priority_usage_reset_period"
 HALF_LIFE_KEY = "priority_decay_half_life"
 CONFIG_DEFAULTS: dict[str, str] = {
@@ -91,6 +120,11 @@ CONFIG_DEFAULTS: dict[str, str] = {
     DAMPENING_KEY: "1",
     PRIORITY_FLAGS_KEY: "",
     TIMEZONE_KEY: DEFAULT_TIMEZONE,
+    TRES_WEIGHTS_KEY: "",
+    MAX_AGE_KEY: "604800",  # Slurm's default PriorityMaxAge, 7-0
+    FAVOR_SMALL_KEY: "NO",
+    CLUSTER_NODES_KEY: "0",
+    CLUSTER_CPUS_KEY: "0",
 }
 # usage_model has no fixed default: unset, it follows the algorithm (default_usage_model).
 EDITABLE_CONFIG_KEYS = (*CONFIG_KEYS, USAGE_MODEL_KEY, *CONFIG_DEFAULTS)
@@ -185,6 +219,12 @@ class Queue:
     max_cores: int = UNLIMITED
     # Slurm's partition TRESBillingWeights (ledger.billing), as given; "": billing = CPUs.
     billing_weights: str = ""
+    # PARTITION_DEFAULTS: the partition's priority fields and size (the table's column order).
+    priority_job_factor: int = 1
+    priority_tier: int = 1
+    total_nodes: int = 0
+    total_cpus: int = 0
+    total_tres: str = ""
 
 
 @dataclass
@@ -236,6 +276,11 @@ class SiteState:
     @property
     def dampening_factor(self) -> int:
         return int(self.config.get(DAMPENING_KEY, CONFIG_DEFAULTS[DAMPENING_KEY]))
+
+    @property
+    def slurm_site(self) -> bool:
+        """Ranked by a Slurm algorithm: Slurm's factors, priority and parent shares apply."""
+        return self.fairshare_algorithm != WEIGHTED_WALK
 
     @property
     def priority_flags(self) -> list[str]:

@@ -46,15 +46,16 @@ def priority_of(
     urgency: int = URGENCY_DEFAULT,
     fairshare: float | None = None,
     as_of: AsOf | None = None,
+    view: PriorityView | None = None,
 ) -> PriorityAnswer:
-    """The integer priority a job of USERNAME would get now (or at `as_of`); `fairshare`, if
-    given, replaces the one in force (a what-if)."""
+    """The integer priority a job of USERNAME would get now (or at `as_of`, or in `view`);
+    `fairshare`, if given, replaces the one in force (a what-if)."""
     if not URGENCY_HOLD <= urgency <= URGENCY_EXPEDITE:
         raise InvalidValue(f"invalid urgency: {urgency} (must be 0..31)")
     if fairshare is not None:
         fairshare = bounds.check_float("--fairshare", fairshare, 0.0, 1.0)
     check_names(username=username, bank=bank, queue=queue)
-    conn = session.read(as_of)
+    conn = view.conn if view is not None else session.read(as_of)
     assoc = association_row(conn, username, bank)
     queue_rows = queries.queues(conn)
     if queue is not None and queue not in {q["queue"] for q in queue_rows}:
@@ -79,6 +80,22 @@ def priority_of(
             for f in result.factors
         ],
     )
+
+
+@dataclass(frozen=True)
+class PriorityView:
+    """The site read once for pricing jobs: its read models now or at `--as-of`, that moment
+    (jobs age until then) and whether it prices them as Slurm does (fair-tree or classic)."""
+
+    conn: Connection
+    at: float
+    slurm: bool
+
+
+def priority_view(session: Session, as_of: AsOf | None = None) -> PriorityView:
+    conn = session.read(as_of)
+    at = session.past(as_of, "--as-of") if as_of is not None else session.ledger.now().timestamp()
+    return PriorityView(conn, at, queries.parent_shares(conn))
 
 
 def current_payloads(session: Session, as_of: AsOf | None = None) -> dict[str, dict[str, Any]]:

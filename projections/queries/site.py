@@ -12,7 +12,9 @@ from ledger.state import (
     CONFIG_DEFAULTS,
     EDITABLE_CONFIG_KEYS,
     FACTOR_DEFAULTS,
+    PARTITION_DEFAULTS,
     RESET_PERIOD_KEY,
+    SLURM_FACTOR_DEFAULTS,
     USAGE_MODEL_KEY,
     WEIGHTED_WALK,
     periods_half_life,
@@ -119,17 +121,28 @@ def queues(conn: Connection) -> list[Row]:
 
 
 def queue(conn: Connection, name: str) -> Row:
-    """flux-accounting's row, with the queue's billing_weights when it has some (a Slurm
-    partition's TRESBillingWeights): a Flux site's view-queue prints what it always did."""
+    """flux-accounting's row, with the queue's billing_weights and Slurm partition fields when
+    they are not the defaults: a Flux site's view-queue prints what it always did."""
+    extra = [BILLING_WEIGHTS, *PARTITION_DEFAULTS]
     rows = conn.query(
-        _select([*QUEUE_COLUMNS, BILLING_WEIGHTS], "queue_table") + " WHERE queue = ?", (name,)
+        _select([*QUEUE_COLUMNS, *extra], "queue_table") + " WHERE queue = ?", (name,)
     )
     if not rows:
         raise NotFound(f"queue {name} not found in queue_table")
     row = rows[0]
-    if not row[BILLING_WEIGHTS]:
-        del row[BILLING_WEIGHTS]
+    defaults: dict[str, Any] = {BILLING_WEIGHTS: "", **PARTITION_DEFAULTS}
+    for column in extra:
+        if row[column] == defaults[column]:
+            del row[column]
     return row
+
+
+def partitions(conn: Connection) -> list[Row]:
+    """Every queue as a Slurm partition: its name, priority (flux-accounting's), billing
+    weights and PARTITION_DEFAULTS fields."""
+    return conn.query(
+        _select(["queue", BILLING_WEIGHTS, *PARTITION_DEFAULTS], "queue_table") + " ORDER BY queue"
+    )
 
 
 def qos_rows(conn: Connection) -> list[Row]:
@@ -155,18 +168,28 @@ def project(conn: Connection, name: str) -> Row:
 
 
 def factors(conn: Connection) -> list[Row]:
-    rows = conn.query(_select(FACTOR_COLUMNS, "priority_factor_weight_table"))
-    order = list(FACTOR_DEFAULTS)
-    return sorted(rows, key=lambda r: order.index(r["factor"]) if r["factor"] in order else 99)
+    """The weights of the site's family of factors, in their order: flux-accounting's four, or
+    on a Slurm site Slurm's six (a weight not recorded yet is at its default)."""
+    defaults = _factor_defaults(conn)
+    recorded = {
+        r["factor"]: r["weight"]
+        for r in conn.query(_select(FACTOR_COLUMNS, "priority_factor_weight_table"))
+    }
+    return [
+        {"factor": name, "weight": recorded.get(name, default)}
+        for name, default in defaults.items()
+    ]
 
 
 def factor(conn: Connection, name: str) -> Row:
-    rows = conn.query(
-        _select(FACTOR_COLUMNS, "priority_factor_weight_table") + " WHERE factor = ?", (name,)
-    )
-    if not rows:
-        raise NotFound(f"factor {name} not found in priority_factor_weight_table")
-    return rows[0]
+    for row in factors(conn):
+        if row["factor"] == name:
+            return row
+    raise NotFound(f"factor {name} not found in priority_factor_weight_table")
+
+
+def _factor_defaults(conn: Connection) -> dict[str, int]:
+    return SLURM_FACTOR_DEFAULTS if parent_shares(conn) else FACTOR_DEFAULTS
 
 
 def configs(conn: Connection, in_force: bool = False) -> list[Row]:

@@ -14,9 +14,10 @@ from ledger.flux_accounting.tables import (
     QUEUE_COLUMNS,
 )
 
-# 11: qos_table, an association's qos and default_qos, a job's qos; 10 (on main): clear-usage's
+# 12: a queue's Slurm partition fields (priority_job_factor, ..., total_tres); 11: qos_table,
+# an association's qos and default_qos, a job's qos; 10 (on main): clear-usage's
 # 0.5 indexed as a stored fair-share; 9: a queue's billing_weights
-READ_MODEL_VERSION = 11
+READ_MODEL_VERSION = 12
 
 TABLES: dict[str, str] = {
     "projection_tracking": """
@@ -74,7 +75,12 @@ TABLES: dict[str, str] = {
             max_sched_cores_per_assoc BIGINT NOT NULL,
             max_nodes BIGINT NOT NULL,
             max_cores BIGINT NOT NULL,
-            billing_weights TEXT NOT NULL DEFAULT ''
+            billing_weights TEXT NOT NULL DEFAULT '',
+            priority_job_factor BIGINT NOT NULL DEFAULT 1,
+            priority_tier BIGINT NOT NULL DEFAULT 1,
+            total_nodes BIGINT NOT NULL DEFAULT 0,
+            total_cpus BIGINT NOT NULL DEFAULT 0,
+            total_tres TEXT NOT NULL DEFAULT ''
         )""",
     # Slurm's QOS (sacctmgr's columns, named as our options are).
     "qos_table": """

@@ -100,10 +100,23 @@ def test_policy_refusals_write_nothing(ledger_store: Store) -> None:
             "classic)",
         ),
         (
-            "priority_flags=MAX_TRES,SMALL_RELATIVE_TO_TIME",
-            "invalid priority_flags: unknown flag 'SMALL_RELATIVE_TO_TIME' (known: MAX_TRES, "
-            "MAX_TRES_GRES)",
+            "priority_flags=MAX_TRES,SMALL_RELATIVE",
+            "invalid priority_flags: unknown flag 'SMALL_RELATIVE' (known: MAX_TRES, "
+            "MAX_TRES_GRES, ACCRUE_ALWAYS, SMALL_RELATIVE_TO_TIME, CALCULATE_RUNNING, INCR_ONLY, "
+            "NO_NORMAL_ASSOC, NO_NORMAL_PART, NO_NORMAL_QOS, NO_NORMAL_TRES, NO_NORMAL_ALL)",
         ),
+        (
+            "priority_flags=DEPTH_OBLIVIOUS",
+            "invalid priority_flags: DEPTH_OBLIVIOUS is chosen with fairshare_algorithm "
+            "(weighted-walk, fair-tree, classic)",
+        ),
+        (
+            "priority_weight_tres=CPU=abc",
+            "invalid priority_weight_tres: invalid TRES weight 'CPU=abc' in 'CPU=abc'",
+        ),
+        ("priority_max_age=7x", "invalid duration: '7x' (use e.g. 30s, 5m, 2h, 7d, 1w or seconds)"),
+        ("priority_favor_small=maybe", "invalid priority_favor_small: 'maybe' (must be YES or NO)"),
+        ("cluster_cpus=-4", "invalid cluster_cpus: '-4' (must be a whole number >= 0)"),
         (
             "priority_usage_reset_period=YEARLY",
             "priority_usage_reset_period YEARLY needs usage_model continuous: the periods model "

@@ -120,7 +120,8 @@ def test_create_db_records_an_algorithm_other_than_the_default() -> None:
         ),
         (
             [("priority_flags", "MAX_TRES,NO_FAIR_TREE")],
-            "invalid priority_flags: unknown flag 'NO_FAIR_TREE' (known: MAX_TRES, MAX_TRES_GRES)",
+            "invalid priority_flags: NO_FAIR_TREE is chosen with fairshare_algorithm "
+            "(weighted-walk, fair-tree, classic)",
         ),
         (
             # the periods model counts whole half-lives: a calendar reset makes no sense there
