@@ -744,7 +744,8 @@ class Site(Aggregate):
             weight = check_int("weight", weight, 0, bounds.SLURM_WEIGHT_MAX)
         else:
             weight = check_int("weight", weight, bounds.FACTOR_WEIGHT_MIN, bounds.FACTOR_WEIGHT_MAX)
-        old = self.state.factors.get(factor)
+        # A Slurm weight not recorded yet is at its default (a Flux site records all four).
+        old = self.state.factors.get(factor, defaults[factor] if self.state.slurm_site else None)
         if old == weight:
             return False
         self.trigger_event(
