@@ -128,6 +128,7 @@ TITLES = {
     "banks": "banks",
     "associations": "associations",
     "queues": "queues",
+    "qos": "QOS",
     "projects": "projects",
     "factors": "factors",
     "config": "config",
@@ -144,6 +145,8 @@ def _object(name: str, row: Row) -> str:
         return f"factor {row['factor']}"
     if name == "config":
         return f"config {row['key']}"
+    if name == "qos":
+        return f"QOS {row['qos']}"
     return f"{name[:-1]} {row[SECTIONS[name][1][0]]}"
 
 

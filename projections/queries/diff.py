@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ledger.limit_fields import ASSOCIATION_LIMIT_FIELDS
+from ledger.state import BILLING_WEIGHTS, PARTITION_DEFAULTS
 from ledger.store.connections import Connection
 
 Row = dict[str, Any]
@@ -37,6 +38,8 @@ SECTIONS: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
             "projects",
             "default_project",
             "ignore_older_than",
+            "qos",
+            "default_qos",
         ),
     ),
     "queues": (
@@ -54,8 +57,11 @@ SECTIONS: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
             "max_sched_cores_per_assoc",
             "max_nodes",
             "max_cores",
+            BILLING_WEIGHTS,
+            *PARTITION_DEFAULTS,
         ),
     ),
+    "qos": ("qos_table", ("qos",), ("priority", "usage_factor", "flags", "description")),
     "projects": ("project_table", ("project",), ()),
     "factors": ("priority_factor_weight_table", ("factor",), ("weight",)),
     "config": ("config_table", ("key",), ("value",)),

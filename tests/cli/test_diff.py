@@ -126,6 +126,8 @@ def test_json(site: Store) -> None:
             "projects": "*",
             "default_project": "*",
             "ignore_older_than": 0.0,
+            "qos": "",
+            "default_qos": "",
         }
     ]
     assert data["associations"]["removed"] == data["associations"]["changed"] == []
@@ -160,3 +162,29 @@ def test_no_changes_relative_times_and_errors(site: Store) -> None:
     )
     site.run("diff", "--to", str(T0 + 10), expect=2)
     site.run("diff", "--from", "last tuesday", expect=2)
+
+
+def test_qos_partitions_and_association_qos_are_compared(ledger_store: Store) -> None:
+    s = ledger_store
+    s.run("add-bank", "root", "1", now=T0 + 10)
+    s.run("add-user", "--username", "u", "--userid", "1", "--bank", "root", now=T0 + 10)
+    s.run("add-queue", "batch", now=T0 + 10)
+    s.run("add-qos", "high", "--priority", "10", now=T0 + 20)
+    s.run("edit-qos", "high", "--priority", "50", now=T0 + 30)
+    s.run("edit-queue", "batch", "--priority-job-factor", "5", now=T0 + 30)
+    s.run("edit-user", "u", "--qos", "high", now=T0 + 30)
+    out = s.run("diff", "--from", str(T0 + 25), "--to", str(T0 + 35), now=T0 + 40).stdout
+    assert out == (
+        "associations:\n"
+        '  user u in root: qos "" → high\n'
+        "queues:\n"
+        "  queue batch: priority_job_factor 1 → 5\n"
+        "QOS:\n"
+        "  QOS high: priority 10 → 50\n"
+    )
+    data = json.loads(
+        s.run("diff", "--from", str(T0 + 15), "--to", str(T0 + 25), "--json", now=T0 + 40).stdout
+    )
+    assert data["qos"]["added"] == [
+        {"qos": "high", "priority": 10, "usage_factor": 1.0, "flags": "", "description": ""}
+    ]
