@@ -50,6 +50,7 @@ def _jobs_text(source: str) -> str:
 def _json(answer: SprioAnswer, order: list[Any]) -> dict[str, Any]:
     return {
         "at": answer.at,
+        "input": answer.source,
         "weights": vars(answer.weights),
         "jobs": [
             {

@@ -96,7 +96,7 @@ def _weights(pricing: SitePricing, tres_text: str) -> SprioWeights:
 def _may_accrue(job: PendingJobInput, at: float, flags: PriorityFlags) -> bool:
     """sprio lists a job whose begin time (its submit time under ACCRUE_ALWAYS) has come."""
     start = job.submit if PriorityFlags.ACCRUE_ALWAYS in flags else job.eligible
-    return bool(start) and start is not None and start <= at
+    return start is not None and 0 < start <= at
 
 
 def _rows_of(job: PendingJobInput, pricing: SitePricing) -> list[tuple[str | None, str | None]]:

@@ -141,7 +141,7 @@ def test_json(site: Store) -> None:
     assert [(j["job_id"], j["partition"], j["account"], j["priority"]) for j in out["jobs"]] == [
         (101, "batch", "physics", 11391)
     ]
-    assert out["skipped"] == {"not eligible yet": 1}
+    assert out["skipped"] == {"not eligible yet": 1} and out["input"] == "JSON lines"
     assert {f["factor"]: f["product"] for f in out["jobs"][0]["factors"]}["QOS"] == 300.0
 
 
