@@ -184,6 +184,10 @@ INDEX: dict[str, tuple[str, str]] = {
         "Chart the decayed usage of the associations or banks (the root left out) that used "
         "the most, largest first, scaled to the terminal's width.",
     ),
+    "sprio": (
+        "sprio",
+        "Slurm's sprio of pending jobs given as input (one row per job, partition and QOS).",
+    ),
     "sshare": (
         "sshare",
         "Slurm's sshare of the site's tree: every account row and your own user rows (-a: all "
