@@ -3,8 +3,8 @@
 The first non-blank line is the header; columns are found by name (any order, any case).
 Needed: JobIDRaw or JobID, User, Account, Partition, Start, End, State, and AllocTRES or NCPUS.
 Read when present: Submit, Eligible, QOS, UID, NNodes, Cluster, Priority, Timelimit (minutes;
-UNLIMITED and Partition_Limit are none). Other columns are ignored. `-P` lines (`a|b|c`) and `-p` lines (`a|b|c|`, a trailing delimiter, as the header
-shows) are both read.
+UNLIMITED and Partition_Limit are none). Other columns are ignored. `-P` lines (`a|b|c`) and
+`-p` lines (`a|b|c|`, a trailing delimiter, as the header shows) are both read.
 
 * Times are what `slurm_make_time_str` prints: `%FT%T` in the local time of the machine that
   ran sacct (give its IANA zone; a wall time that does not exist there is an error, and one that
