@@ -39,7 +39,7 @@ NOW = T0 + 7000
 SACCT = DATA / "slurm" / "audit_sacct.txt"
 
 
-def slurm_site(store: Store) -> Store:
+def slurm_site(store: Store, update_fshare_at: int | None = None) -> Store:
     store.run("create-db", "--fairshare-algorithm", "fair-tree", now=T0)
     store.run("add-bank", "root", "1", now=T0)
     for bank in ("chem", "phys"):
@@ -53,6 +53,8 @@ def slurm_site(store: Store) -> Store:
     for factor, weight in (("age", 1000), ("fairshare", 10000), ("partition", 2000), ("qos", 5000)):
         store.run("edit-factor", "--factor", factor, "--weight", str(weight), now=T0)
     store.run("edit-config", "priority_max_age=10000", now=T0)
+    if update_fshare_at is not None:
+        store.run("update-fshare", now=update_fshare_at)
     store.run("edit-factor", "--factor", "partition", "--weight", "8000", now=CHANGED)
     store.run("ingest", "--format", "sacct", str(SACCT), now=NOW)
     return store
@@ -154,6 +156,23 @@ def test_explain_job_uses_the_weights_in_force_at_the_jobs_time(site: Store) -> 
     assert json.loads(today.stdout)["priority"] == 13100
 
 
+def test_each_pricing_takes_the_fair_share_in_force_then(store: Store) -> None:
+    """An update-fshare at T0+3500, between job 102's eligible time (+2000) and its start
+    (+4000), with no usage yet: fair-tree ties alice and bob, who share the higher rank, 2 of
+    2, so 1.0. At eligible the new associations' 0.5 was in force: 0 + 5000 + 2000 + 5000 =
+    12000; at start 1.0: 200 + 10000 + 2000 + 5000 = 17200."""
+    slurm_site(store, update_fshare_at=T0 + 3500)
+    data = json.loads(store.run("explain-job", "102", "--json", now=NOW).stdout)["slurm"]
+    fairshare = [
+        next(f["value"] for f in data[at]["factors"] if f["factor"] == "FAIRSHARE")
+        for at in ("at_eligible", "at_start")
+    ]
+    assert fairshare == [0.5, 1.0]
+    assert (data["at_eligible"]["priority"], data["at_start"]["priority"]) == (12000, 17200)
+    assert data["difference"]["value"] == 12170 - 17200
+    assert data["difference"]["factor"] == "FAIRSHARE"
+
+
 def test_explain_job_without_a_recorded_priority(site: Store) -> None:
     text = site.run("explain-job", "105", now=NOW).stdout
     assert "recorded by Slurm: none (the record has no Priority" in text
@@ -173,8 +192,10 @@ def test_refused_on_a_weighted_walk_site(store: Store) -> None:
     assert refused.stderr.count("\n") == 1
     assert "needs a Slurm site" in refused.stderr and "weighted-walk" in refused.stderr
     explained = store.run("explain-job", "101", now=NOW).stdout
-    assert explained.rstrip().splitlines()[-1].startswith(
-        "recorded by Slurm: 5700; not compared: the priority audit"
+    assert (
+        explained.rstrip()
+        .splitlines()[-1]
+        .startswith("recorded by Slurm: 5700; not compared: the priority audit")
     )
     data = json.loads(store.run("explain-job", "101", "--json", now=NOW).stdout)
     assert "weighted-walk" in data["slurm"]["refused"]
