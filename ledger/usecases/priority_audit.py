@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from ledger.clock import iso
 from ledger.errors import InvalidValue, LedgerError, NotFound
@@ -90,6 +90,14 @@ class AuditReport:
     unpriced: list[Unpriced] = field(default_factory=list)
 
 
+class SiteThenState(NamedTuple):
+    """One site version: its state, the formula's inputs and its association resolver."""
+
+    state: SiteState
+    inputs: SlurmPriorityInputs
+    resolver: AssociationResolver
+
+
 class SiteThen:
     """The site at any past moment, read once per site version; the fair-share in force read
     from the snapshots. One per command: its caches hold the log's past, which never changes."""
@@ -100,7 +108,7 @@ class SiteThen:
         self.snapshots = Snapshots(ledger, conn)
         self._log = log_moments(conn)
         self._times = [at for at, _, _ in self._log]  # time is monotone in log order
-        self._states: dict[int, tuple[SiteState, SlurmPriorityInputs]] = {}
+        self._states: dict[int, SiteThenState] = {}
         self._tres: dict[int, dict[tuple[str, str], dict[str, int]]] = {}
 
     def moment(self, at: float) -> Moment:
@@ -111,11 +119,11 @@ class SiteThen:
         event_at, position, version = self._log[index]
         return Moment(at, position, event_at, version)
 
-    def state(self, moment: Moment) -> tuple[SiteState, SlurmPriorityInputs]:
+    def state(self, moment: Moment) -> SiteThenState:
         found = self._states.get(moment.site_version)
         if found is None:
             state = site_state_at(self.ledger, moment.site_version)
-            found = (state, _inputs(state))
+            found = SiteThenState(state, _inputs(state), AssociationResolver(state))
             self._states[moment.site_version] = found
         return found
 
@@ -137,11 +145,11 @@ class SiteThen:
 
     def price(self, job: SlurmRecord, at: float, moment: Moment) -> tuple[AssocKey, PricedJob]:
         """The job priced at `at` with the site as it stood at `moment`."""
-        state, inputs = self.state(moment)
+        state, inputs, resolver = self.state(moment)
         when = iso(moment.asked)
         if not state.slurm_site:
             raise InvalidValue(f"the site ranked by weighted-walk at {when}, not as Slurm does")
-        key = AssociationResolver(state).resolve(job.userid, job.username, job.bank)
+        key = resolver.resolve_cached(job.userid, job.username, job.bank)
         who = job.username or f"userid {job.userid}"
         if key is None:
             raise NotFound(f"{who} had no association in bank {job.bank or '(default)'} at {when}")
@@ -151,6 +159,10 @@ class SiteThen:
             raise NotFound(f"QOS {job.qos} was unknown to the ledger at {when}")
         if job.queue is not None and job.queue not in state.queues:
             raise NotFound(f"queue {job.queue} was unknown to the ledger at {when}")
+        if job.queue is None and len(state.queues) > 1:
+            raise InvalidValue(
+                f"the record names no partition and the site had {len(state.queues)}"
+            )
         fairshare = fairshare_value(self.snapshots, key, moment.position).value
         # Slurm ran the job in this QOS, so the association was allowed it then: the ledger's
         # list of its QOS is not checked again.

@@ -201,6 +201,22 @@ def test_refused_on_a_weighted_walk_site(store: Store) -> None:
     assert "weighted-walk" in data["slurm"]["refused"]
 
 
+def test_a_job_the_ledger_cannot_price_is_named_not_audited(site: Store) -> None:
+    """Job 201 ran in partition debug, which the ledger never had."""
+    site.run("ingest", "--format", "sacct", str(DATA / "slurm" / "audit_unknown.txt"), now=NOW)
+    result = site.run("report", "priority-audit", now=NOW)
+    assert "5 job(s) audited, 3 differ by more than 0" in result.stderr
+    assert (
+        "job 201 (cluster cluster) not priced: queue debug was unknown to the ledger at "
+        "2023-11-14T23:03:20+00:00"  # its eligible time, T0+3000, priced first
+    ) in result.stderr
+    assert "201" not in result.stdout
+    refused = site.run("explain-job", "201", now=NOW, expect=1)
+    assert refused.stderr == (
+        "fairledger: queue debug was unknown to the ledger at 2023-11-14T23:03:20+00:00\n"
+    )
+
+
 def test_bad_window_is_one_line(site: Store) -> None:
     bad = site.run(
         "report", "priority-audit", "--since", str(T0 + 5000), "--until", str(T0 + 1000),
