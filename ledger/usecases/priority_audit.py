@@ -15,7 +15,7 @@ start may be ahead of it by the age of up to that period. A difference is explai
 * else the factor that alone could account for it with a value in its range, the heaviest
   weight first (the smallest change of its value); Slurm's value of it is given;
 * else nothing the ledger holds: the job's Nice and site factor, which sacct does not report,
-  or a priority set by hand.
+  a priority set by hand, or several factors differing at once.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ NOT_SLURM = (
 )
 UNEXPLAINED = (
     "unexplained: the ledger lacks the job's Nice and site factor (sacct reports neither), "
-    "or the priority was set by hand"
+    "or the priority was set by hand, or several factors differ"
 )
 # What a difference can be explained by, besides AGE: the factors the ledger's site sets.
 SITE_FACTORS = ("FAIRSHARE", "JOBSIZE", "PARTITION", "QOS", "ASSOC")

@@ -5,6 +5,9 @@ The moment is the job's t_submit: the site state at the last event at or before 
 association, the queue's and the bank's priority and the factor weights; the fair-share is the
 snapshot in force then (the latest FairshareUpdated at or before that log position), recomputed
 from the jobs recorded up to the snapshot's own position. Events recorded later change nothing.
+
+On a Slurm site the priority audit (ledger.usecases.priority_audit) reads recorded jobs as sacct
+gave them (SlurmRecord: Slurm's Priority, Eligible, Timelimit kept in the record) from here.
 """
 
 from __future__ import annotations
