@@ -1,4 +1,4 @@
-"""Reports: explain-job and report fairshare-history."""
+"""Reports: explain-job, report fairshare-history and report priority-audit."""
 
 from __future__ import annotations
 
@@ -12,13 +12,15 @@ from cli.option_prefixes import PrefixGroup
 from cli.output import table
 from cli.params import TIME
 from cli.session import session
+from cli.slurm_audit_text import audit_json, audit_text, report_json, report_notes, report_text
 from ledger.bounds import printable_lines
 from ledger.clock import iso, to_datetime
 from ledger.errors import InvalidValue
 from ledger.fairshare_in_force import NEW_ASSOCIATION_FAIRSHARE
 from ledger.job_ids import format_f58, parse_job_id
 from ledger.priority import URGENCY_EXPEDITE, URGENCY_HOLD
-from ledger.usecases.reports import explain, fairshare_history_of
+from ledger.usecases.priority_audit import JobAudit, priority_audit
+from ledger.usecases.reports import explain, explain_slurm, fairshare_history_of
 from projections.queries.as_of import Moment
 from projections.queries.explain import Explanation, UsageBehind
 from projections.queries.fairshare_history import HistoryRow
@@ -38,16 +40,41 @@ def explain_job_command(ctx: click.Context, jobid: str, cluster: str | None, as_
     JOBID in any Flux form (ƒ2Wbqh5Wo, decimal, 0x hex). The fair-share is the snapshot in
     force when the job was submitted (the last update-fshare before it; 0.5 before any);
     queue and bank priority and the factor weights are those of that moment.
+
+    On a Slurm site (fair-tree or classic) the job is priced with Slurm's multifactor formula
+    at its eligible time and at its start, each with the site as it stood then, beside the
+    Priority Slurm recorded (sacct's), with the difference and the factor that explains it.
     """
     try:
         job_id = parse_job_id(jobid)
     except InvalidValue as err:
         raise click.BadParameter(str(err), param_hint="JOBID") from None
-    found = explain(session(ctx), job_id, cluster, shown=jobid)
+    s = session(ctx)
+    found = explain(s, job_id, cluster, shown=jobid)
+    slurm = explain_slurm(s, found)
     if as_json:
-        click.echo(json.dumps(_explanation_json(found), indent=2))
+        data = _explanation_json(found)
+        if isinstance(slurm, JobAudit):
+            data["slurm"] = audit_json(slurm)
+        elif slurm is not None:
+            data["slurm"] = {"refused": slurm}
+        else:
+            data["slurm"] = None
+        click.echo(json.dumps(data, indent=2))
+    elif isinstance(slurm, JobAudit):
+        click.echo(printable_lines(_slurm_explanation_text(found, slurm)))
     else:
-        click.echo(printable_lines(_explanation_text(found)))
+        text = _explanation_text(found)
+        click.echo(printable_lines(text if slurm is None else f"{text}\n\n{slurm}"))
+
+
+def _slurm_explanation_text(e: Explanation, audit: JobAudit) -> str:
+    """A Slurm site's explain-job: Slurm's priority at eligible time and at start, then the
+    fair-share in force at submission and the usage behind it."""
+    lines = [*audit_text(audit), "", _fairshare_line(e)]
+    if e.usage is not None:
+        lines += ["", *_usage_text(e, e.usage)]
+    return "\n".join(lines)
 
 
 def _moment_json(moment: Moment | None) -> dict[str, Any] | None:
@@ -401,6 +428,44 @@ def _plot(rows: list[HistoryRow], name: str, path: str) -> None:
     figure.autofmt_xdate()
     figure.tight_layout()
     figure.savefig(path, format="png")
+
+
+# --- report priority-audit ----------------------------------------------------------------------
+
+
+@report.command("priority-audit")
+@click.option("--since", type=TIME, default=None, help="Jobs started at or after this time.")
+@click.option("--until", type=TIME, default=None, help="Jobs started at or before this time.")
+@click.option(
+    "--tolerance",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="List only jobs whose difference is larger than this.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.pass_context
+def priority_audit_command(
+    ctx: click.Context,
+    since: float | None,
+    until: float | None,
+    tolerance: int,
+    as_json: bool,
+) -> None:
+    """Recorded Slurm jobs whose recorded Priority differs from the one we compute at their
+    start, the largest difference first, with the factor that explains it.
+
+    Each job is priced with the site as it stood at its start (weights, partitions, QOS, the
+    fair-share in force then). A job whose record has no Priority (sacct run without it) is
+    not audited. Needs a Slurm site (fair-tree or classic).
+    """
+    found = priority_audit(session(ctx), since, until, tolerance)
+    for note in report_notes(found):
+        click.echo(printable_lines(note), err=True)
+    if as_json:
+        click.echo(json.dumps(report_json(found), indent=2))
+    elif found.differing:
+        click.echo(printable_lines(report_text(found)))
 
 
 COMMANDS: list[click.Command] = [explain_job_command, report]

@@ -2,9 +2,9 @@
 
 The first non-blank line is the header; columns are found by name (any order, any case).
 Needed: JobIDRaw or JobID, User, Account, Partition, Start, End, State, and AllocTRES or NCPUS.
-Read when present: Submit, Eligible, QOS, UID, NNodes, Cluster, Priority. Other columns are
-ignored. `-P` lines (`a|b|c`) and `-p` lines (`a|b|c|`, a trailing delimiter, as the header
-shows) are both read.
+Read when present: Submit, Eligible, QOS, UID, NNodes, Cluster, Priority, Timelimit (minutes;
+UNLIMITED and Partition_Limit are none). Other columns are ignored. `-P` lines (`a|b|c`) and
+`-p` lines (`a|b|c|`, a trailing delimiter, as the header shows) are both read.
 
 * Times are what `slurm_make_time_str` prints: `%FT%T` in the local time of the machine that
   ran sacct (give its IANA zone; a wall time that does not exist there is an error, and one that
@@ -36,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from ledger.continuous_usage import zone_of
 from ledger.errors import InvalidValue
 from ledger.slurm._lines import LineError, LineErrors, split_parsable
+from ledger.slurm.conf import INFINITE, NO_VAL, time_str2mins
 from ledger.slurm.tres import parse_tres
 
 ENDED_STATES: frozenset[str] = frozenset(
@@ -66,6 +67,7 @@ OPTIONAL_COLUMNS = (
     "NNodes",
     "Cluster",
     "Priority",
+    "Timelimit",
 )
 NO_TIME = frozenset({"Unknown", "None", ""})
 SACCT_TIME_FORMAT = "%Y-%m-%dT%H:%M:%S"  # slurm_make_time_str's %FT%T, a wall time
@@ -106,6 +108,8 @@ class SacctJob(BaseModel):
     nnodes: Count
     ncpus: Count
     priority: Count | None = None
+    time_limit: Count | None = None
+    """Timelimit in minutes; None when unlimited, the partition's, or not given."""
 
     @model_validator(mode="after")
     def _times_in_order(self) -> SacctJob:
@@ -282,6 +286,7 @@ def _job(
         "nnodes": nnodes,
         "ncpus": ncpus,
         "priority": _int(row, "Priority"),
+        "time_limit": _minutes(row, "Timelimit"),
     }
     try:
         return SacctJob.model_validate(data)
@@ -300,6 +305,16 @@ def _int(row: Mapping[str, str], column: str) -> int | None:
     if not text.isdigit():
         raise LineError(f"{column} {text!r} is not a whole number >= 0")
     return int(text)
+
+
+def _minutes(row: Mapping[str, str], column: str) -> int | None:
+    text = row.get(column)
+    if text is None or text in ("", "UNLIMITED", "Partition_Limit"):
+        return None
+    minutes = time_str2mins(text)
+    if minutes in (INFINITE, NO_VAL):
+        raise LineError(f"{column} {text!r} is not a time limit ([D-]HH:MM:SS or UNLIMITED)")
+    return minutes
 
 
 def _time(row: Mapping[str, str], column: str, zone: Any) -> float | None:

@@ -10,8 +10,9 @@ column is there), `userid` (UID), `username` (User), `bank` (Account), `queue` (
 `t_submit` (Submit), `t_run` (Start; End for a job that never started: it ran no time),
 `t_inactive` (End), `nnodes`, `ncores` (NCPUS, else AllocTRES cpu), `ngpus` (AllocTRES
 gres/gpu), and kept beside them `qos`, `tres` (AllocTRES, memory in MiB), `state`
-(`CANCELLED by 0` as sacct prints it), `t_eligible`, and `jobid` (JobID as printed, when it is
-not the id: an array task's `123_4`).
+(`CANCELLED by 0` as sacct prints it), `t_eligible`, `priority` (Slurm's recorded Priority),
+`time_limit` (Timelimit, minutes) and `jobid` (JobID as printed, when it is not the id: an array
+task's `123_4`): the priority audit (ledger.usecases.priority_audit) prices the job from them.
 """
 
 from __future__ import annotations
@@ -89,6 +90,8 @@ def ingest_record(job: SacctJob) -> dict[str, Any]:
         "tres": dict(job.tres) if job.tres else None,
         "state": job.state if job.cancelled_by is None else f"{job.state} by {job.cancelled_by}",
         "t_eligible": job.t_eligible,
+        "priority": job.priority,
+        "time_limit": job.time_limit,
         "jobid": job.jobid if job.jobid != job.id else None,
     }
     return {key: value for key, value in record.items() if value is not None}

@@ -1,14 +1,16 @@
-"""Reports over the ledger's history: why a recorded job got its priority, and one
-association's fair-share at every update-fshare."""
+"""Reports over the ledger's history: why a recorded job got its priority (on a Slurm site also
+Slurm's multifactor priority beside the one Slurm recorded), and one association's fair-share at
+every update-fshare."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from ledger.errors import NotFound
+from ledger.usecases.priority_audit import NOT_SLURM, JobAudit, audit_recorded_job, is_slurm_site
 from ledger.usecases.session import Session
 from projections.queries.as_of import Snapshots
-from projections.queries.explain import Explanation, explain_job
+from projections.queries.explain import Explanation, explain_job, slurm_record
 from projections.queries.fairshare_history import HistoryRow, fairshare_history
 
 
@@ -18,6 +20,19 @@ def explain(
     """The priority recorded job `job_id` had at its submission, factor by factor, and the usage
     behind its fair-share. `shown`: the ID as the user wrote it, for messages."""
     return explain_job(session.ledger, session.read(), job_id, cluster, shown=shown)
+
+
+def explain_slurm(session: Session, explanation: Explanation) -> JobAudit | str | None:
+    """explain-job's Slurm part: on a Slurm site the job priced at its eligible time and at its
+    start beside the Priority Slurm recorded; elsewhere, for a job that carries a Slurm
+    Priority, the one line why it is not compared; None for any other job."""
+    job = explanation.job
+    if is_slurm_site(session):
+        return audit_recorded_job(session, job.cluster, job.id)
+    recorded = slurm_record(session.read(), job.cluster, job.id).recorded
+    if recorded is None:
+        return None
+    return f"recorded by Slurm: {recorded}; not compared: {NOT_SLURM}"
 
 
 @dataclass(frozen=True)

@@ -5,10 +5,14 @@ The moment is the job's t_submit: the site state at the last event at or before 
 association, the queue's and the bank's priority and the factor weights; the fair-share is the
 snapshot in force then (the latest FairshareUpdated at or before that log position), recomputed
 from the jobs recorded up to the snapshot's own position. Events recorded later change nothing.
+
+On a Slurm site the priority audit (ledger.usecases.priority_audit) reads recorded jobs as sacct
+gave them (SlurmRecord: Slurm's Priority, Eligible, Timelimit kept in the record) from here.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -317,3 +321,89 @@ def contributions(
         )
     out.sort(key=lambda c: (-c.weight, c.cluster, c.id))
     return out
+
+
+# --- Slurm's recorded priority (the priority audit, ledger.usecases.priority_audit) -------------
+
+_SLURM_COLUMNS = (
+    "cluster, id, userid, username, bank, queue, qos, t_submit, t_run, nnodes, ncores, "
+    "position, extra"
+)
+
+
+@dataclass(frozen=True)
+class SlurmRecord:
+    """A recorded job as sacct gave it: `recorded` is Slurm's Priority (None: not in the
+    record), `eligible` its Eligible (None: not in the record), `start` its Start, `time_limit`
+    minutes (None: unlimited or not given), `position` the batch that recorded it. AllocTRES is
+    not in the jobs table: the audit reads it from that batch."""
+
+    cluster: str
+    id: int
+    userid: int | None
+    username: str | None
+    bank: str | None
+    queue: str | None
+    qos: str | None
+    submit: float
+    eligible: float | None
+    start: float
+    nodes: int
+    cpus: int
+    time_limit: int | None
+    recorded: int | None
+    position: int
+
+
+def _slurm_record(row: dict[str, Any]) -> SlurmRecord:
+    extra = json.loads(row["extra"]) if row["extra"] else {}
+    eligible, recorded, limit = (extra.get(k) for k in ("t_eligible", "priority", "time_limit"))
+    return SlurmRecord(
+        cluster=str(row["cluster"]),
+        id=int(row["id"]),
+        userid=None if row["userid"] is None else int(row["userid"]),
+        username=row["username"],
+        bank=row["bank"],
+        queue=row["queue"],
+        qos=row["qos"],
+        submit=float(row["t_submit"]),
+        eligible=None if eligible is None else float(eligible),
+        start=float(row["t_run"]),
+        nodes=int(row["nnodes"]),
+        cpus=int(row["ncores"]),
+        time_limit=None if limit is None else int(limit),
+        recorded=None if recorded is None else int(recorded),
+        position=int(row["position"]),
+    )
+
+
+def slurm_record(conn: Connection, cluster: str, job_id: int) -> SlurmRecord:
+    rows = conn.query(
+        f"SELECT {_SLURM_COLUMNS} FROM jobs WHERE cluster = ? AND id = ?", (cluster, str(job_id))
+    )
+    if not rows:
+        raise NotFound(f"job {job_id} not found on cluster {cluster}")
+    return _slurm_record(rows[0])
+
+
+def slurm_records(
+    conn: Connection, since: float | None = None, until: float | None = None
+) -> list[SlurmRecord]:
+    """The recorded jobs that started from `since` to `until`, in order of start."""
+    clauses, params = [], []
+    if since is not None:
+        clauses.append("t_run >= ?")
+        params.append(since)
+    if until is not None:
+        clauses.append("t_run <= ?")
+        params.append(until)
+    where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
+    sql = f"SELECT {_SLURM_COLUMNS} FROM jobs{where} ORDER BY t_run, cluster, position"
+    return [_slurm_record(r) for r in conn.query(sql, params)]
+
+
+def log_moments(conn: Connection) -> list[tuple[float, int, int]]:
+    """Every log position as (time, position, site version), in log order (time is monotone in
+    it): the moments a report over many jobs looks up without a query per job."""
+    rows = conn.query("SELECT position, at, site_version FROM log_index ORDER BY position")
+    return [(float(r["at"]), int(r["position"]), int(r["site_version"])) for r in rows]

@@ -73,6 +73,25 @@ def test_tres_round_trip(tres: dict[str, int]) -> None:
 # --- sacct ----------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize(
+    ("text", "minutes"),
+    [("01:00:00", 60), ("1-00:00:00", 1440), ("30", 30), ("00:00:30", 1), ("UNLIMITED", None),
+     ("Partition_Limit", None), ("", None)],
+)  # fmt: skip
+def test_sacct_timelimit_in_minutes(text: str, minutes: int | None) -> None:
+    line = f"7|alice|a|p|100|200|COMPLETED|1|{text}"
+    result = parse_sacct(f"JobID|User|Account|Partition|Start|End|State|NCPUS|Timelimit\n{line}\n")
+    assert result.jobs[0].time_limit == minutes
+
+
+def test_sacct_bad_timelimit_names_it() -> None:
+    with pytest.raises(InvalidValue, match="Timelimit 'soon' is not a time limit"):
+        parse_sacct(
+            "JobID|User|Account|Partition|Start|End|State|NCPUS|Timelimit\n"
+            "7|alice|a|p|100|200|COMPLETED|1|soon\n"
+        )
+
+
 def test_sacct_sample() -> None:
     result = parse_sacct(SACCT, timezone=BERLIN)
     assert [job.id for job in result.jobs] == ["4101", "4102", "4103", "4106"]
@@ -99,6 +118,7 @@ def test_sacct_sample() -> None:
         "nnodes": 1,
         "ncpus": 8,
         "priority": 4294,
+        "time_limit": None,
     }
     assert first.elapsed == 6 * 3600
     assert gpu.state == "TIMEOUT"
