@@ -282,8 +282,11 @@ def _apply_config(site: Site, stamp: Stamp, source: ConfSource) -> None:
             raise InvalidValue(f"{where}: {err}") from None
     try:
         site.edit_config(stamp, [(key, value) for key, value, _ in pairs])
-    except LedgerError as err:  # values fine alone, refused together (decay and reset period)
-        raise InvalidValue(f"{source.path}: {err}") from None
+    except LedgerError as err:  # values fine alone, refused together: the decay and reset
+        keys = ("prioritydecayhalflife", "priorityusageresetperiod")
+        lines = [str(conf.settings[key].line) for key in keys if key in conf.settings]
+        where = f"{source.path}: line{'s' if len(lines) > 1 else ''} {', '.join(lines)}"
+        raise InvalidValue(f"{where if lines else source.path}: {err}") from None
 
 
 def partition_fields(part: PartitionConf) -> dict[str, int | str | None]:
