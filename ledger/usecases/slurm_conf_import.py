@@ -69,6 +69,19 @@ WEIGHT_KEYS = {
 }
 # The PriorityFlags words that choose the fair-share algorithm rather than a priority_flags word.
 NO_FAIR_TREE, FAIR_TREE_WORD, DEPTH_OBLIVIOUS = "NO_FAIR_TREE", "FAIR_TREE", "DEPTH_OBLIVIOUS"
+# The config keys a slurm.conf sets, in the order they are recorded.
+CONF_KEYS = (
+    ALGORITHM_KEY,
+    PRIORITY_FLAGS_KEY,
+    TRES_WEIGHTS_KEY,
+    MAX_AGE_KEY,
+    FAVOR_SMALL_KEY,
+    HALF_LIFE_KEY,
+    RESET_PERIOD_KEY,
+    DAMPENING_KEY,
+    CLUSTER_NODES_KEY,
+    CLUSTER_CPUS_KEY,
+)
 # A partition's keys the parser reads that the ledger does not keep.
 _UNKEPT_PARTITION_KEYS = ("MaxTime", "QOS", "Default")
 
@@ -188,9 +201,9 @@ def switch_algorithm(site: Site, stamp: Stamp, source: ConfSource) -> list[str] 
 def apply_conf(site: Site, stamp: Stamp, source: ConfSource) -> dict[str, Any]:
     """Every setting of the file as Site commands (see the module docstring); a refused one
     raises InvalidValue naming its line, and the caller's transaction records nothing."""
-    state = site.state
     conf = source.conf
-    config_before = {k: state.config.get(k, CONFIG_DEFAULTS.get(k)) for k in _config_keys()}
+    state = site.state
+    config_before = {k: state.config.get(k, CONFIG_DEFAULTS.get(k)) for k in CONF_KEYS}
     factors_before = dict(state.factors)
     queues_before = {name: _queue_fields(state.queues[name]) for name in state.queues}
     algorithm = switch_algorithm(site, stamp, source)
@@ -205,7 +218,8 @@ def apply_conf(site: Site, stamp: Stamp, source: ConfSource) -> dict[str, Any]:
             raise InvalidValue(f"{_place(source, key)}: {err}") from None
     for part in conf.partitions:
         _apply_partition(site, stamp, source, part)
-    config_after = {k: state.config.get(k, CONFIG_DEFAULTS.get(k)) for k in _config_keys()}
+    state = site.state  # what the commands made of it
+    config_after = {k: state.config.get(k, CONFIG_DEFAULTS.get(k)) for k in CONF_KEYS}
     added = [name for name in state.queues if name not in queues_before]
     edited = [
         name
@@ -219,7 +233,7 @@ def apply_conf(site: Site, stamp: Stamp, source: ConfSource) -> dict[str, Any]:
             factors[name] = [old, new]
     config = {
         key: [config_before[key], config_after[key]]
-        for key in _config_keys()
+        for key in CONF_KEYS
         if key != ALGORITHM_KEY and config_after[key] != config_before[key]
     }
     return {
@@ -233,21 +247,6 @@ def apply_conf(site: Site, stamp: Stamp, source: ConfSource) -> dict[str, Any]:
         "changes": (algorithm is not None) + len(config) + len(factors) + len(added) + len(edited),
         "ignored": ignored_lines(conf),
     }
-
-
-def _config_keys() -> tuple[str, ...]:
-    return (
-        ALGORITHM_KEY,
-        PRIORITY_FLAGS_KEY,
-        TRES_WEIGHTS_KEY,
-        MAX_AGE_KEY,
-        FAVOR_SMALL_KEY,
-        HALF_LIFE_KEY,
-        RESET_PERIOD_KEY,
-        DAMPENING_KEY,
-        CLUSTER_NODES_KEY,
-        CLUSTER_CPUS_KEY,
-    )
 
 
 def _place(source: ConfSource, key: str) -> str:
