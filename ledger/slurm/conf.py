@@ -104,6 +104,17 @@ class Ignored:
 
 
 @dataclass(frozen=True)
+class Setting:
+    """A priority key as the file gave it: its line, the value as written, the line's text (an
+    importer names the line it refuses, and keeps a value such as PriorityWeightTRES's `Mem=1G`
+    as written)."""
+
+    line: int
+    value: str
+    text: str
+
+
+@dataclass(frozen=True)
 class NodeConf:
     """One node: CPUs (given, else boards·sockets·cores·threads), RealMemory in MiB, GRES counts
     keyed `gpu` and `gpu:a100` (the untyped key holds the sum of the typed ones)."""
@@ -151,6 +162,7 @@ class SlurmConf:
     cluster: ClusterSize
     cluster_tres: dict[str, int]
     ignored: tuple[Ignored, ...] = field(default=())
+    settings: dict[str, Setting] = field(default_factory=dict)  # by lower-case key
 
     def partition_infos(self) -> tuple[PartitionInfo, ...]:
         return tuple(part.info() for part in self.partitions)
@@ -649,6 +661,7 @@ def _assemble(
         cluster=ClusterSize(nodes=len(all_nodes), cpus=cluster_tres["cpu"]),
         cluster_tres=cluster_tres,
         ignored=tuple(sorted(ignored, key=lambda item: item.line)),
+        settings={key: Setting(*given) for key, given in scalars.items()},
     )
 
 
@@ -794,6 +807,7 @@ __all__ = [
     "Ignored",
     "NodeConf",
     "PartitionConf",
+    "Setting",
     "SlurmConf",
     "duration_seconds",
     "expand_hostlist",

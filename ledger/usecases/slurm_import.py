@@ -21,6 +21,10 @@
   naming an association the dump lacks: one line each, and nothing is recorded.
 * The same dump (and usage file) again changes nothing and says so (SiteImported marks the
   import by the sha256 of both); a ledger that already holds a site is refused.
+* `--conf`: the site's slurm.conf, recorded in the same transaction after the tree
+  (ledger.usecases.slurm_conf_import; its PriorityFlags choose Fair Tree or classic in place of
+  the switch above) and part of the sha256. Without a dump, `import_slurm_conf` applies it alone
+  to the ledger's site.
 """
 
 from __future__ import annotations
@@ -38,7 +42,9 @@ from ledger.slurm.dump import DumpUser, SlurmDump, parse_dump
 from ledger.slurm.sshare import SshareRow, parse_sshare
 from ledger.slurm_shares import PARENT, ROOT
 from ledger.state import ALGORITHM_KEY, FAIR_TREE, WEIGHTED_WALK
+from ledger.usecases import slurm_conf_import
 from ledger.usecases.session import Session
+from ledger.usecases.slurm_conf_import import ConfImported, ConfSource
 from ledger.usecases.users import host_userid
 
 T = TypeVar("T")
@@ -75,6 +81,7 @@ class SlurmSource:
     usage_path: str | None
     usage: tuple[SshareRow, ...]
     sha256: str
+    conf: ConfSource | None = None
 
     @property
     def file(self) -> str:
@@ -92,6 +99,7 @@ class _Applied:
     balance: list[list[Any]] = field(default_factory=list)
     algorithm: list[str] | None = None  # [old, new] when the import chose Fair Tree
     problems: list[str] = field(default_factory=list)
+    conf: dict[str, Any] | None = None  # what the slurm.conf changed (slurm_conf_import)
 
 
 def import_slurm(
@@ -100,11 +108,21 @@ def import_slurm(
     usage_path: str | None = None,
     actor: str | None = None,
     reason: str | None = None,
+    conf_path: str | None = None,
 ) -> SlurmImportOutcome:
-    """Import the `sacctmgr dump` file at `dump_path` (and `sshare` output at `usage_path`)
-    into the ledger, which must exist and hold no site yet."""
+    """Import the `sacctmgr dump` file at `dump_path` (and `sshare` output at `usage_path`, the
+    slurm.conf at `conf_path`) into the ledger, which must exist and hold no site yet."""
     started = time.perf_counter()
-    return import_source(s, read_source(dump_path, usage_path), actor, reason, started)
+    source = read_source(dump_path, usage_path, conf_path)
+    return import_source(s, source, actor, reason, started)
+
+
+def import_slurm_conf(
+    s: Session, conf_path: str, actor: str | None = None, reason: str | None = None
+) -> ConfImported:
+    """The slurm.conf at `conf_path` applied to the ledger's site (any ledger: a weighted-walk
+    one is switched to the file's algorithm); only what differs is recorded."""
+    return slurm_conf_import.import_conf(s, conf_path, _read(conf_path), actor, reason)
 
 
 def import_source(
@@ -123,7 +141,7 @@ def import_source(
     uids = {u.name: host_userid(u.name) for u in source.dump.users}
     applied = s.change(
         lambda site, stamp: _apply(site, stamp, source, uids),
-        reason or f"{COMMAND} {source.file}",
+        reason or default_reason(source),
         actor,
         source={"import": source.dump_path, "sha256": source.sha256},
     )
@@ -133,12 +151,21 @@ def import_source(
     return Imported(_report(source, applied, time.perf_counter() - started))
 
 
-def read_source(dump_path: str, usage_path: str | None) -> SlurmSource:
-    """Both files read and parsed; InvalidValue (one line per offending line) if either is
+def default_reason(source: SlurmSource) -> str:
+    """The reason recorded when none is given: the command and the files it read."""
+    conf = f" --conf {source.conf.file}" if source.conf else ""
+    return f"{COMMAND} {source.file}{conf}"
+
+
+def read_source(
+    dump_path: str, usage_path: str | None, conf_path: str | None = None
+) -> SlurmSource:
+    """The files read and parsed; InvalidValue (one line per offending line) if one is
     malformed, before the ledger is touched."""
     dump_bytes = _read(dump_path)
     usage_bytes = None if usage_path is None else _read(usage_path)
-    return parse_source(dump_path, dump_bytes, usage_path, usage_bytes)
+    conf_bytes = None if conf_path is None else _read(conf_path)
+    return parse_source(dump_path, dump_bytes, usage_path, usage_bytes, conf_path, conf_bytes)
 
 
 def parse_source(
@@ -146,9 +173,11 @@ def parse_source(
     dump_bytes: bytes,
     usage_path: str | None = None,
     usage_bytes: bytes | None = None,
+    conf_path: str | None = None,
+    conf_bytes: bytes | None = None,
 ) -> SlurmSource:
-    """The dump (and sshare output) given as bytes, named by their paths, parsed and checked;
-    InvalidValue (one line per offending line) if either is malformed."""
+    """The dump (and sshare output, slurm.conf) given as bytes, named by their paths, parsed
+    and checked; InvalidValue (one line per offending line) if one is malformed."""
     dump = _parsed(parse_dump, _text(dump_bytes, dump_path))
     _check_one_association_per_account(dump)
     digest = hashlib.sha256(dump_bytes)
@@ -157,7 +186,11 @@ def parse_source(
         rows = _parsed(parse_sshare, _text(usage_bytes, usage_path)).rows
         _check_usage_rows(rows, dump)
         digest.update(b"\0sshare\0" + usage_bytes)  # another usage file is another import
-    return SlurmSource(dump_path, dump, usage_path, rows, digest.hexdigest())
+    conf = None
+    if conf_path is not None and conf_bytes is not None:
+        conf = slurm_conf_import.read_conf(conf_path, conf_bytes)
+        digest.update(b"\0slurm.conf\0" + conf_bytes)  # likewise another slurm.conf
+    return SlurmSource(dump_path, dump, usage_path, rows, digest.hexdigest(), conf)
 
 
 def _parsed(parse: Callable[[str], T], text: str) -> T:
@@ -257,7 +290,15 @@ def _apply(
         where = {**stamp.source, "line": line}
         return Stamp(at=stamp.at, actor=stamp.actor, reason=stamp.reason, source=where)
 
-    if state.fairshare_algorithm == WEIGHTED_WALK:
+    conf_stamp = Stamp(
+        at=stamp.at,
+        actor=stamp.actor,
+        reason=stamp.reason,
+        source={**stamp.source, "conf": source.conf.path if source.conf else None},
+    )
+    if source.conf is not None:
+        applied.algorithm = slurm_conf_import.switch_algorithm(site, conf_stamp, source.conf)
+    elif state.fairshare_algorithm == WEIGHTED_WALK:
         # A Slurm site ranks by Fair Tree unless its slurm.conf says NO_FAIR_TREE (the default
         # since 19.05); recorded first, in the same transaction, so history shows the switch.
         site.edit_config(at_line(0), [(ALGORITHM_KEY, FAIR_TREE)])
@@ -326,6 +367,8 @@ def _apply(
             )
     if applied.problems:
         raise ProblemList("\n".join(applied.problems))
+    if source.conf is not None:
+        applied.conf = slurm_conf_import.apply_conf(site, conf_stamp, source.conf)
     at = stamp.at.timestamp()
     applied.balance = [
         [row.user, row.account.lower(), at, row.raw_usage]
@@ -351,7 +394,7 @@ def _apply(
             "balance_associations": len(applied.balance),
         },
         [],
-        ignored(source),
+        ignored(source) + conf_ignored(source),
     )
     return applied
 
@@ -377,6 +420,14 @@ def ignored(source: SlurmSource) -> list[str]:
     return out
 
 
+def conf_ignored(source: SlurmSource) -> list[str]:
+    """The slurm.conf's ignored lines, named by its file, for the import's mark."""
+    if source.conf is None:
+        return []
+    lines = slurm_conf_import.ignored_lines(source.conf.conf)
+    return [f"{source.conf.file} {line}" for line in lines]
+
+
 def _report(source: SlurmSource, applied: _Applied, seconds: float) -> dict[str, Any]:
     return {
         "file": source.dump_path,
@@ -394,4 +445,5 @@ def _report(source: SlurmSource, applied: _Applied, seconds: float) -> dict[str,
             "raw_usage": sum(entry[3] for entry in applied.balance),
         },
         "ignored": ignored(source),
+        "conf": applied.conf,
     }
