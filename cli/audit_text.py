@@ -165,8 +165,7 @@ def section_lines(name: str, section: Section, parent_shares: bool = False) -> l
     lines = [_added(name, r) for r in section.added]
     lines += ["- " + _object(name, r) for r in section.removed]
     lines += [
-        f"{_object(name, r)}: {show_changes(r['changes'], parent_shares)}"
-        for r in section.changed
+        f"{_object(name, r)}: {show_changes(r['changes'], parent_shares)}" for r in section.changed
     ]
     return lines
 

@@ -8,11 +8,14 @@ import click
 
 from cli.audit_text import history_line
 from cli.ingest_output import summary
+from cli.reports import slurm_explanation_text
 from cli.session import session
 from cli.slurm import render_report
+from cli.sprio import sprio_lines
 from cli.sshare import columns, render
 from cli.tree import render_tree
 from cli.verify_text import verified_lines
+from ledger.bounds import printable_lines
 from ledger.clock import iso
 from ledger.usecases import demo as demo_run
 
@@ -67,6 +70,11 @@ def _show(step: demo_run.Step) -> None:
         )
     elif isinstance(step, demo_run.SlurmImported):
         click.echo(render_report(step.report))
+    elif isinstance(step, demo_run.Sprio):
+        for line in sprio_lines(step.answer, long_format=True):
+            click.echo(line)
+    elif isinstance(step, demo_run.SlurmExplained):
+        click.echo(printable_lines(slurm_explanation_text(step.explanation, step.audit)))
     else:
         answer = step.answer
         click.echo(render(answer.lines, columns(answer.algorithm, True), None, header=True))

@@ -62,13 +62,13 @@ def explain_job_command(ctx: click.Context, jobid: str, cluster: str | None, as_
             data["slurm"] = None
         click.echo(json.dumps(data, indent=2))
     elif isinstance(slurm, JobAudit):
-        click.echo(printable_lines(_slurm_explanation_text(found, slurm)))
+        click.echo(printable_lines(slurm_explanation_text(found, slurm)))
     else:
         text = _explanation_text(found)
         click.echo(printable_lines(text if slurm is None else f"{text}\n\n{slurm}"))
 
 
-def _slurm_explanation_text(e: Explanation, audit: JobAudit) -> str:
+def slurm_explanation_text(e: Explanation, audit: JobAudit) -> str:
     """A Slurm site's explain-job: Slurm's priority at eligible time and at start, then the
     fair-share in force at submission and the usage behind it."""
     lines = [*audit_text(audit), "", _fairshare_line(e)]

@@ -132,23 +132,44 @@ def sprio_command(
     if asked.job_ids and not weights_only and not answer.listed:
         click.echo(NO_JOB_FOUND)
         return
-    if layout is None:
-        layout = parse_format(
-            default_format(
-                answer.weights,
-                long=long_format,
-                normalized=normalized,
-                users=bool(asked.users),
-            )
-        )
-    for line in render(
-        [p.result for p in order],
+    for line in sprio_lines(
+        answer,
+        order,
         layout,
-        answer.weights,
+        long_format=long_format,
+        normalized=normalized,
+        users=bool(asked.users),
         header=not noheader,
-        weights_row=weights_only,
+        weights_only=weights_only,
     ):
         click.echo(line)
+
+
+def sprio_lines(
+    answer: SprioAnswer,
+    order: list[Any] | None = None,
+    layout: Any = None,
+    *,
+    long_format: bool = False,
+    normalized: bool = False,
+    users: bool = False,
+    header: bool = True,
+    weights_only: bool = False,
+) -> list[str]:
+    """sprio's lines for `answer`'s rows (in `order`, default as given) in `layout`, default
+    sprio's format for the options (-l, -n, -u)."""
+    if layout is None:
+        layout = parse_format(
+            default_format(answer.weights, long=long_format, normalized=normalized, users=users)
+        )
+    rows = answer.rows if order is None else order
+    return render(
+        [p.result for p in rows],
+        layout,
+        answer.weights,
+        header=header,
+        weights_row=weights_only,
+    )
 
 
 COMMANDS = [sprio_command]

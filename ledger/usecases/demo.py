@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -26,11 +26,15 @@ from ledger.usecases import demo_slurm
 from ledger.usecases.admin import VerifyReport, verify
 from ledger.usecases.demo_site import build_site, members, week_of_jobs
 from ledger.usecases.ingest import IngestResult, ingest
+from ledger.usecases.priority_audit import JobAudit
+from ledger.usecases.reports import explain, explain_slurm
 from ledger.usecases.session import Session
 from ledger.usecases.slurm_import import Imported, import_source, parse_source
+from ledger.usecases.sprio import SprioAnswer, SprioRequest, sprio
 from ledger.usecases.sshare import SshareRequest, sshare
 from projections.queries import history as history_view
 from projections.queries import site as site_queries
+from projections.queries.explain import Explanation
 from projections.queries.sshare import SshareAnswer
 
 WEEK = 7 * 86400
@@ -108,6 +112,17 @@ class Sshare:
     answer: SshareAnswer  # sshare -a -l
 
 
+@dataclass(frozen=True)
+class Sprio:
+    answer: SprioAnswer  # sprio -l of the pending jobs
+
+
+@dataclass(frozen=True)
+class SlurmExplained:
+    explanation: Explanation  # explain-job of a recorded job
+    audit: JobAudit
+
+
 Step = (
     LedgerMade
     | Section
@@ -120,6 +135,8 @@ Step = (
     | SlurmSection
     | SlurmImported
     | Sshare
+    | Sprio
+    | SlurmExplained
 )
 
 
@@ -214,16 +231,16 @@ def run_slurm_site(s: Session, now: float, seed: int) -> Iterator[Step]:
         lambda site, st: site.edit_config(st, [(TIMEZONE_KEY, demo_slurm.TIMEZONE)]),
         reason=SLURM_REASON,
     )
-    yield Running(f"import-slurm {demo_slurm.DUMP_NAME}")
-    source = parse_source(demo_slurm.DUMP_NAME, demo_slurm.DUMP.encode())
+    yield Running(f"import-slurm {demo_slurm.DUMP_NAME} --conf {demo_slurm.CONF_NAME}")
+    source = parse_source(
+        demo_slurm.DUMP_NAME,
+        demo_slurm.DUMP.encode(),
+        conf_path=demo_slurm.CONF_NAME,
+        conf_bytes=demo_slurm.CONF.encode(),
+    )
     outcome = import_source(s, source, reason=SLURM_REASON)
     if isinstance(outcome, Imported):  # always: the ledger is new
         yield SlurmImported(outcome.report)
-    for queue, weights in demo_slurm.PARTITIONS.items():
-        yield Running(f"add-queue {queue}")
-        s.change(_add_queue(queue), reason=SLURM_REASON)
-        yield Running(f"edit-queue {queue} --billing-weights '{weights}'")
-        s.change(_billing_weights(queue, weights), reason=SLURM_REASON)
     s.set_now(now)
     lines = demo_slurm.week_of_sacct(created, now, seed)
     yield Running(f"ingest --format sacct {demo_slurm.SACCT_NAME}")
@@ -234,6 +251,15 @@ def run_slurm_site(s: Session, now: float, seed: int) -> Iterator[Step]:
     yield Sshare(sshare(s, SshareRequest(all_users=True)))
     yield Running(f"sshare -a -l --algorithm {CLASSIC}")
     yield Sshare(sshare(s, SshareRequest(all_users=True, algorithm=CLASSIC)))
+    yield Running(f"sprio -l --jobs {demo_slurm.PENDING_NAME}")
+    pending = SprioRequest(jobs_text=demo_slurm.pending_jobs(now))
+    yield Sprio(sprio(s, pending))
+    explained = int(lines[1].split("|")[0])  # the week's first job
+    yield Running(f"explain-job {explained}")
+    found = explain(s, explained, None, shown=str(explained))
+    audit = explain_slurm(s, found)
+    if isinstance(audit, JobAudit):  # always: the site is a Slurm one
+        yield SlurmExplained(found, audit)
     yield Running("history --config")
     yield History(history_view.read_history(s.ledger, s.read(), history_view.Selector("config")))
     yield Running("verify")
@@ -249,20 +275,6 @@ def _reallocate(s: Session) -> Iterator[Step]:
         lambda site, st: site.edit_user(st, "alice", None, {"max_running_jobs": 10}),
         reason="paper deadline",
     )
-
-
-def _add_queue(queue: str) -> Callable[[Site, Stamp], None]:
-    def command(site: Site, stamp: Stamp) -> None:
-        site.add_queue(stamp, queue, {})
-
-    return command
-
-
-def _billing_weights(queue: str, weights: str) -> Callable[[Site, Stamp], bool]:
-    def command(site: Site, stamp: Stamp) -> bool:
-        return site.edit_queue(stamp, queue, {}, weights)
-
-    return command
 
 
 def _update_fairshare(site: Site, stamp: Stamp) -> datetime:

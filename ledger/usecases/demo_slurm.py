@@ -7,6 +7,7 @@ drawn from a seeded generator, so a seed always gives the same file."""
 
 from __future__ import annotations
 
+import json
 import random
 from datetime import datetime
 from zoneinfo import ZoneInfo
@@ -21,7 +22,9 @@ SACCT_NAME = f"{CLUSTER}-week.sacct"
 # and cho is Fairshare=parent too, taking chem's share. ana sits beside the sub-account, as
 # Slurm allows; `User - 'root'` is in every real dump.
 DUMP = f"""# the demo's cluster, as `sacctmgr dump {CLUSTER}` writes it
-Cluster - '{CLUSTER}':Fairshare=1
+QOS - 'normal':Description='Normal QOS default':Priority=10
+QOS - 'high':Description='paid allocations':Priority=100:UsageFactor=2.000000
+Cluster - '{CLUSTER}':Fairshare=1:QOS='high,normal':DefaultQOS='normal'
 Parent - 'root'
 User - 'root':DefaultAccount='root':AdminLevel='Administrator':Fairshare=1
 Account - 'bio':Description='biology':Organization='science':Fairshare=30
@@ -45,8 +48,30 @@ User - 'eli':DefaultAccount='astro':Fairshare=1
 Parent - 'theory'
 User - 'fay':DefaultAccount='theory':Fairshare=1
 """
-# Slurm's TRESBillingWeights per partition: memory per GiB, a GPU worth two CPUs.
-PARTITIONS = {"batch": "CPU=1.0,Mem=0.25G", "gpu": "CPU=1.0,Mem=0.25G,GRES/gpu=2.0"}
+CONF_NAME = f"{CLUSTER}.conf"
+# The parts of the cluster's slurm.conf that priority reads (the rest is listed as ignored):
+# the multifactor weights, 16 CPU nodes and 4 GPU nodes, and two partitions whose
+# TRESBillingWeights count memory per GiB and a GPU as two CPUs.
+CONF = f"""# the demo cluster's slurm.conf
+ClusterName={CLUSTER}
+SchedulerType=sched/backfill
+SelectType=select/cons_tres
+PriorityType=priority/multifactor
+PriorityDecayHalfLife=7-0
+PriorityMaxAge=7-0
+PriorityWeightAge=1000
+PriorityWeightFairshare=10000
+PriorityWeightJobSize=500
+PriorityWeightPartition=1000
+PriorityWeightQOS=2000
+PriorityWeightTRES=GRES/gpu=1000
+NodeName=c[01-16] CPUs=64 RealMemory=257000
+NodeName=g[01-04] CPUs=32 RealMemory=515000 Gres=gpu:a100:4
+PartitionName=batch Nodes=c[01-16] Default=YES MaxTime=2-0 TRESBillingWeights="CPU=1.0,Mem=0.25G"
+PartitionName=gpu Nodes=g[01-04] PriorityJobFactor=2 MaxTime=1-0 \\
+  TRESBillingWeights="CPU=1.0,Mem=0.25G,GRES/gpu=2.0"
+"""
+PENDING_NAME = "pending.jsonl"
 # (user, account) of the jobs; a user listed twice submits twice as often.
 SUBMITTERS = [
     ("ana", "chem"),
@@ -111,6 +136,32 @@ def week_of_sacct(start: float, end: float, seed: int) -> list[str]:
         f"{job_id}|{job_id}|{CLUSTER}|batch|bio|gus|PENDING|{late}|{UNKNOWN}|{UNKNOWN}|8|1|"
     )
     return lines
+
+
+def pending_jobs(now: float) -> str:
+    """A few jobs waiting at `now`, as sprio's JSON-lines input: one per user in another bank
+    and partition, submitted hours to days ago, dee's in two partitions and under QOS high."""
+    jobs = [
+        (FIRST_JOB_ID + JOBS + 2, "gus", "bio", "batch", "normal", 2 * 3600, 8, ""),
+        (FIRST_JOB_ID + JOBS + 3, "ana", "chem", "batch", "normal", 26 * 3600, 64, ""),
+        (FIRST_JOB_ID + JOBS + 4, "dee", "astro", "gpu,batch", "high", 5 * 3600, 16, "gres/gpu=4"),
+        (FIRST_JOB_ID + JOBS + 5, "fay", "theory", "gpu", "normal", 3 * 86400, 32, "gres/gpu=8"),
+    ]
+    lines = []
+    for job_id, user, account, partition, qos, waited, cpus, tres in jobs:
+        job = {
+            "job_id": job_id,
+            "user": user,
+            "account": account,
+            "partition": partition,
+            "qos": qos,
+            "submit_time": int(now) - waited,
+            "cpus": cpus,
+        }
+        if tres:
+            job["tres"] = tres
+        lines.append(json.dumps(job))
+    return "\n".join(lines) + "\n"
 
 
 def _local(at: int, zone: ZoneInfo) -> str | None:

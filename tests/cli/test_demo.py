@@ -42,13 +42,15 @@ def slurm_beside(store: Store) -> Store:
 SLURM_SECTION = [
     "$ fairledger create-db --fairshare-algorithm fair-tree",
     "$ fairledger edit-config timezone=America/Chicago",
-    "$ fairledger import-slurm tux.cfg",
-    "banks 7, associations 9, default banks set 0",
-    "$ fairledger edit-queue gpu --billing-weights 'CPU=1.0,Mem=0.25G,GRES/gpu=2.0'",
+    "$ fairledger import-slurm tux.cfg --conf tux.conf",
+    "banks 7, associations 9, default banks set 0, QOS 2",
+    "  queues added: batch, gpu",
     "$ fairledger ingest --format sacct tux-week.sacct",
     "recorded 120, duplicate 0, unmatched 0, skipped 15 (steps 12, PENDING 1, RUNNING 2)",
     "$ fairledger sshare -a -l",
     "$ fairledger sshare -a -l --algorithm classic",
+    "$ fairledger sprio -l --jobs pending.jsonl",
+    "$ fairledger explain-job 4000",
     "$ fairledger history --config",
 ]
 
@@ -65,6 +67,7 @@ def test_demo_grows_a_slurm_site_in_a_ledger_beside_its_own(store: Store) -> Non
             position = lines.index(wanted, position) + 1 if wanted in lines[position:] else -1
             assert position > 0, wanted
         assert "edit-config timezone: value UTC → America/Chicago" in section
+        check_the_priorities(section)
         assert "tables equal a rebuild from the log (" in lines[-1]  # the Slurm ledger verified
         assert slurm.run("verify", now=None).exit_code == 0
         if store.kind == "sqlite":  # made as create-db makes a file: private
@@ -149,3 +152,37 @@ def check_the_slurm_site(slurm: Store) -> None:
         "ben": 1,
         "cho": "parent",
     }
+
+
+def check_the_priorities(section: str) -> None:
+    """sprio -l of the four pending jobs (dee's in two partitions: five rows) and explain-job
+    of job 4000, both priced with the weights of the demo's slurm.conf."""
+    start = section.index("$ fairledger sprio -l")
+    lines = section[start:].splitlines()
+    assert lines[1].split() == [
+        *("JOBID", "PARTITION", "USER", "ACCOUNT", "PRIORITY", "SITE", "AGE", "ASSOC"),
+        *("FAIRSHARE", "JOBSIZE", "PARTITION", "QOSNAME", "QOS", "NICE", "TRES"),
+    ]
+    rows = [line.split() for line in lines[2:7]]
+    assert [(r[0], r[1], r[2]) for r in rows] == [
+        ("4122", "batch", "gus"),
+        ("4123", "batch", "ana"),
+        ("4124", "gpu", "dee"),  # its partitions by PriorityTier, then as given
+        ("4124", "batch", "dee"),
+        ("4125", "gpu", "fay"),
+    ]
+    # PriorityWeightPartition 1000: batch's PriorityJobFactor 1 of the largest, gpu's 2
+    assert [r[10] for r in rows] == ["500", "500", "1000", "500", "1000"]
+    # PriorityWeightQOS 2000: normal's Priority 10 and high's 100, over 100
+    assert [(r[11], r[12]) for r in rows] == [
+        ("normal", "200"),
+        ("normal", "200"),
+        ("high", "2000"),
+        ("high", "2000"),
+        ("normal", "200"),
+    ]
+    # ana waited 26 hours and fay 3 days of PriorityMaxAge's 7: 1000 × 26/168 and × 3/7
+    assert (rows[1][6], rows[4][6]) == ("155", "429")
+    explained = section[section.index("$ fairledger explain-job 4000") :]
+    assert "Slurm job 4000 (cluster tux): " in explained
+    assert "recorded by Slurm: none" in explained
