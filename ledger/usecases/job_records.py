@@ -33,7 +33,8 @@ def view_job_records(
     s: Session, selected: JobFilter, as_of: AsOf | None = None
 ) -> list[dict[str, Any]]:
     """The jobs `selected` (recorded by the moment `as_of` names, if given), in the order they
-    ended, each with its F58 `jobid` and its owner's name."""
+    ended, each with its `jobid` as its scheduler writes it (Flux's F58; a Slurm site's
+    decimal, as sacct and squeue print it) and its owner's name."""
     conn = s.read()
     rows = job_queries.job_records(
         conn,
@@ -48,9 +49,11 @@ def view_job_records(
         actual=selected.actual,
         delta=selected.delta,
     )
-    owners = AssociationResolver(s.ledger.state()).user_of_uid
+    state = s.ledger.state()
+    owners = AssociationResolver(state).user_of_uid
+    shown = str if state.slurm_site else format_f58
     for row in rows:
-        row["jobid"] = format_f58(int(row["id"]))
+        row["jobid"] = shown(int(row["id"]))
         if row["username"] is None and row["userid"] is not None:
             row["username"] = owners.get(row["userid"])  # named, as flux-accounting does
     return rows
