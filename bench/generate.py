@@ -197,9 +197,8 @@ def write_jobs(
     return size
 
 
-SACCT_HEADER = (
-    "JobIDRaw|Cluster|User|UID|Account|Partition|QOS|Submit|Start|End|NNodes|NCPUS|AllocTRES|State\n"
-)
+SACCT_COLUMNS = "JobIDRaw Cluster User UID Account Partition QOS Submit Start End NNodes NCPUS"
+SACCT_HEADER = "|".join([*SACCT_COLUMNS.split(), "AllocTRES", "State"]) + "\n"
 
 
 def write_sacct_jobs(

@@ -374,6 +374,11 @@ class Ledger(Application):
 
         return self._write(work)
 
+    def refresh_statistics(self, read_models: Sequence[str]) -> None:
+        """After a large load: planner statistics for the log's tables and `read_models`."""
+        conn = self.conn
+        conn.analyze([log_tables.events_table(conn), *log_tables.LOG_TABLES, *read_models])
+
     # --- the append transaction ------------------------------------------------------------------
     def _write(self, work: Callable[[Connection], T]) -> T:
         """Run `work` in one transaction under the writers' lock; retry, with jittered backoff,

@@ -238,6 +238,13 @@ class Connection:
         marks = ", ".join("?" * len(columns))
         self.raw.executemany(f"INSERT INTO {table} ({names}) VALUES ({marks})", rows)
 
+    def analyze(self, tables: Sequence[str]) -> None:
+        """Fresh planner statistics for `tables` on PostgreSQL, outside any transaction:
+        autovacuum would get there, but only after the next commands planned against row counts
+        a large load left far behind. SQLite keeps no statistics unless ANALYZE ran once."""
+        if self.config.is_postgres and tables:
+            self.execute(f"ANALYZE {', '.join(tables)}")
+
     def duplicate_key_errors(self) -> tuple[type[BaseException], ...]:
         """What a row whose key is already there raises (insert_rows)."""
         if self.config.is_postgres:
