@@ -11,6 +11,7 @@ import math
 import random
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from ledger.site import Site, Stamp
 from ledger.store.application import Ledger
@@ -107,10 +108,21 @@ def build_site(ledger: Ledger, spec: SiteSpec, chunk: int = 2500) -> int:
     return transactions
 
 
-def _job_lines(
-    spec: SiteSpec, n_jobs: int, first_id: int, t_lo: float, t_hi: float, seed: int
-) -> Iterator[tuple[float, str]]:
-    """(t_inactive, JSON line) of each job, in t_inactive order."""
+@dataclass(frozen=True)
+class DrawnJob:
+    pick: int  # the index of its association in SiteSpec.associations
+    t_submit: float
+    t_run: float
+    t_inactive: float
+    nnodes: int
+    ncores: int
+    mode: float  # in [0, 1): how its JSON line names its user
+
+
+def _drawn_jobs(
+    spec: SiteSpec, n_jobs: int, t_lo: float, t_hi: float, seed: int
+) -> Iterator[DrawnJob]:
+    """The generated jobs, in t_inactive order."""
     rng = random.Random(seed)
     assocs = spec.associations
     # Activity is skewed: a few associations run most of the jobs (Pareto weights).
@@ -118,28 +130,35 @@ def _job_lines(
     picks = rng.choices(range(len(assocs)), weights=weights, k=n_jobs)
     ends = sorted(rng.uniform(t_lo, t_hi) for _ in range(n_jobs))
     node_counts = (1, 1, 1, 1, 2, 2, 4, 8, 16, 32)
-    for n, (pick, t_inactive) in enumerate(zip(picks, ends, strict=True)):
-        a = assocs[pick]
+    for pick, t_inactive in zip(picks, ends, strict=True):
         duration = min(2 * 86400.0, math.exp(rng.gauss(7.5, 1.5)))  # median ~30 min
         t_run = t_inactive - duration
         t_submit = t_run - rng.expovariate(1 / 600.0)
         nnodes = node_counts[rng.randrange(len(node_counts))]
         ncores = nnodes * 32 if nnodes > 1 else rng.randint(1, 32)
+        yield DrawnJob(pick, t_submit, t_run, t_inactive, nnodes, ncores, rng.random())
+
+
+def _job_lines(
+    spec: SiteSpec, n_jobs: int, first_id: int, t_lo: float, t_hi: float, seed: int
+) -> Iterator[tuple[float, str]]:
+    """(t_inactive, JSON line) of each job, in t_inactive order."""
+    for n, job in enumerate(_drawn_jobs(spec, n_jobs, t_lo, t_hi, seed)):
+        a = spec.associations[job.pick]
         # How the job names its user: mostly username + bank, sometimes only part of it
         # (the ledger resolves the default bank, or the user from the userid).
-        mode = rng.random()
-        if mode < 0.70:
+        if job.mode < 0.70:
             who = f'"username":"{a.username}","bank":"{a.bank}"'
-        elif mode < 0.85:
+        elif job.mode < 0.85:
             who = f'"username":"{a.username}"'
-        elif mode < 0.95:
+        elif job.mode < 0.95:
             who = f'"userid":{a.userid},"bank":"{a.bank}"'
         else:
             who = f'"userid":{a.userid}'
         yield (
-            t_inactive,
-            f'{{"id":{first_id + n},{who},"t_submit":{t_submit:.3f},"t_run":{t_run:.3f},'
-            f'"t_inactive":{t_inactive:.3f},"nnodes":{nnodes},"ncores":{ncores}}}\n',
+            job.t_inactive,
+            f'{{"id":{first_id + n},{who},"t_submit":{job.t_submit:.3f},"t_run":{job.t_run:.3f},'
+            f'"t_inactive":{job.t_inactive:.3f},"nnodes":{job.nnodes},"ncores":{job.ncores}}}\n',
         )
 
 
@@ -176,3 +195,49 @@ def write_jobs(
         for out in files:
             out.close()
     return size
+
+
+SACCT_COLUMNS = "JobIDRaw Cluster User UID Account Partition QOS Submit Start End NNodes NCPUS"
+SACCT_HEADER = "|".join([*SACCT_COLUMNS.split(), "AllocTRES", "State"]) + "\n"
+
+
+def write_sacct_jobs(
+    path: str,
+    spec: SiteSpec,
+    n_jobs: int,
+    first_id: int,
+    t_lo: float,
+    t_hi: float,
+    cluster: str,
+    seed: int = 3,
+) -> int:
+    """Write `n_jobs` ended jobs as `sacct -a -X -P` prints them (times in UTC, the site's zone
+    by default), for `ingest --format sacct`: the same jobs `write_jobs` draws, as a Slurm site
+    would send them. Returns the file's size in bytes."""
+    size = 0
+    with open(path, "w", encoding="utf-8") as out:
+        out.write(SACCT_HEADER)
+        size += len(SACCT_HEADER)
+        rows: list[str] = []
+        for n, job in enumerate(_drawn_jobs(spec, n_jobs, t_lo, t_hi, seed)):
+            a = spec.associations[job.pick]
+            rows.append(
+                f"{first_id + n}|{cluster}|{a.username}|{a.userid}|{a.bank}|batch|normal|"
+                f"{_sacct_time(job.t_submit)}|{_sacct_time(job.t_run)}|"
+                f"{_sacct_time(job.t_inactive)}|{job.nnodes}|{job.ncores}|"
+                f"billing={job.ncores},cpu={job.ncores},mem={job.ncores * 4}G,node={job.nnodes}|"
+                "COMPLETED\n"
+            )
+            if len(rows) >= 10_000:
+                text = "".join(rows)
+                size += len(text)
+                out.write(text)
+                rows = []
+        text = "".join(rows)
+        size += len(text)
+        out.write(text)
+    return size
+
+
+def _sacct_time(epoch: float) -> str:
+    return datetime.fromtimestamp(round(epoch), UTC).strftime("%Y-%m-%dT%H:%M:%S")

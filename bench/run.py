@@ -49,7 +49,15 @@ from rich.console import Console
 from rich.table import Table
 
 from bench import startup
-from bench.generate import EPOCH, WEEK, SiteSpec, build_site, site_spec, write_jobs
+from bench.generate import (
+    EPOCH,
+    WEEK,
+    SiteSpec,
+    build_site,
+    site_spec,
+    write_jobs,
+    write_sacct_jobs,
+)
 from ledger.store.application import Ledger
 from ledger.store.connections import Connection, parse_store_url
 from projections.writers import runner
@@ -58,6 +66,7 @@ RESULTS = Path(__file__).resolve().parent / "results"
 DEFAULT_PG_URL = os.environ.get("BENCH_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
 WEEKS = 8
 EXTRA_JOBS = 10_000
+SACCT_CLUSTER = "slurm"  # the sacct jobs' cluster: their ids never meet the JSON jobs'
 MIB = 1024 * 1024
 
 # Targets (design §6 and the benchmark brief).
@@ -375,6 +384,8 @@ class Data:
     extra_path: str
     n_jobs: int
     n_extra: int
+    sacct_path: str  # a week's worth of jobs as sacct prints them, on a cluster of their own
+    n_sacct: int
 
 
 def _update_pair(cli: Cli, result: StoreResult, label: str, now: float) -> tuple[Step, Step]:
@@ -389,6 +400,7 @@ def measure_store(result: StoreResult, url: str, data: Data, cli: Cli) -> None:
     title = STORE_TITLES[result.store]
     t_full = EPOCH + WEEKS * WEEK  # the full load is ingested, then updated, at this time
     t_more = t_full + 3600.0  # the extra jobs end in the hour after it
+    t_sacct = t_more + 3600.0  # the sacct jobs end in the hour after that
 
     # 1. Site set-up: create-db (CLI), then banks and associations through the Python API.
     log(f"{title}: create-db")
@@ -520,6 +532,20 @@ def measure_store(result: StoreResult, url: str, data: Data, cli: Cli) -> None:
     rows, snapshots = _checkpoint_rows(url)
     full = snapshots * len(data.spec.associations)
     result.add("checkpoints", f"{rows:,} of {full:,} ({snapshots} snapshots)")
+
+    # 6. A Slurm site's ingest: sacct's output, at the JSON rate. Last, on a cluster of its
+    # own, so that the measures above see the same ledger with or without it.
+    log(f"{title}: ingest --format sacct, {data.n_sacct:,} jobs")
+    result.current = "ingest-sacct"
+    step = cli.run("ingest-sacct", ["ingest", "--format", "sacct", data.sacct_path], now=t_sacct)
+    result.steps.append(step)
+    recorded, _unmatched = _ingest_counts(step, data.n_sacct)
+    sacct_rate = recorded / step.wall
+    result.add(
+        "ingest-sacct",
+        f"{sacct_rate:,.0f} jobs/s ({_secs(step.wall)}, 1 run)",
+        sacct_rate >= INGEST_TARGET[result.store],
+    )
     result.current = ""
 
 
@@ -629,6 +655,11 @@ def rows(n_jobs: int, n_assoc: int, n_extra: int) -> list[tuple[str, str, str]]:
         ("report", "report fairshare-history --user U (every snapshot)", ""),
         ("explain", "explain-job (the last job of the load)", ""),
         ("checkpoints", "fair-share checkpoint rows stored (of a full copy each)", ""),
+        (
+            "ingest-sacct",
+            f"ingest --format sacct, {n_jobs // WEEKS:,} jobs (CLI wall)",
+            f"as ingest rate: ≥ {INGEST_TARGET['sqlite']:,.0f} / {INGEST_TARGET['postgres']:,.0f}",
+        ),
         ("rss-ingest", "peak RSS: ingest", rss),
         ("rss-update", "peak RSS: update-usage / update-fshare", rss),
         ("rss-rebuild", "peak RSS: rebuild", rss),
@@ -788,9 +819,15 @@ def main(argv: list[str] | None = None) -> int:
             t_full + 3600.0,
             seed=args.seed + 2,
         )
+        sacct_path = os.path.join(data_dir, "sacct-jobs.txt")
+        n_sacct = args.jobs // WEEKS
+        t_more = t_full + 3600.0
+        write_sacct_jobs(
+            sacct_path, spec, n_sacct, 1, t_more, t_more + 3600.0, SACCT_CLUSTER, args.seed + 3
+        )
         gen_time = time.perf_counter() - t0
         log(f"generated in {gen_time:.1f} s ({size / MIB:,.0f} MiB of JSON lines)")
-        data = Data(spec, jobs_paths, extra_path, args.jobs, EXTRA_JOBS)
+        data = Data(spec, jobs_paths, extra_path, args.jobs, EXTRA_JOBS, sacct_path, n_sacct)
 
         log(f"start-up: --help and two small reads, the fastest of {args.startup_runs} each")
         startup_cells = startup.measure(args.startup_runs)

@@ -328,7 +328,7 @@ def _time(row: Mapping[str, str], column: str, zone: Any) -> float | None:
             f"{column} {text!r} is not a time (YYYY-MM-DDTHH:MM:SS, epoch seconds, Unknown or None)"
         )
     try:
-        wall = datetime.strptime(text, SACCT_TIME_FORMAT)
+        wall = _wall_time(text)
     except ValueError:
         raise LineError(f"{column} {text!r} is not a valid date and time") from None
     local = wall.replace(tzinfo=zone)
@@ -336,3 +336,14 @@ def _time(row: Mapping[str, str], column: str, zone: Any) -> float | None:
     if datetime.fromtimestamp(stamp, zone).replace(tzinfo=None) != wall:
         raise LineError(f"{column} {text!r} does not exist in time zone {zone.key} (a DST gap)")
     return stamp
+
+
+def _wall_time(text: str) -> datetime:
+    """A time _ISO lets through, as strptime(SACCT_TIME_FORMAT) reads it. fromisoformat reads
+    the ASCII-digit form at a tenth of the cost and gives the same wall time; whatever it
+    refuses (a day out of range, digits of another script, which _ISO's \\d lets through) is
+    left to strptime, so the answer is strptime's either way."""
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        return datetime.strptime(text, SACCT_TIME_FORMAT)

@@ -356,8 +356,11 @@ class Ledger(Application):
                 for n, start in enumerate(range(0, len(kept), BATCH_SIZE))
             ]
             positions = self._append(conn, batches)
-            log_tables.insert_keys(
-                conn,
+            # In bulk (COPY on PostgreSQL), not log_tables.insert_keys's ON CONFLICT: under the
+            # writers' lock, known_keys has just shown that none of these keys is there.
+            conn.insert_rows(
+                log_tables.JOB_KEYS,
+                log_tables.JOB_KEY_COLUMNS,
                 [
                     (*job_key(record), digest, position)
                     for position, start in zip(
@@ -370,6 +373,11 @@ class Ledger(Application):
             return outcome
 
         return self._write(work)
+
+    def refresh_statistics(self, read_models: Sequence[str]) -> None:
+        """After a large load: planner statistics for the log's tables and `read_models`."""
+        conn = self.conn
+        conn.analyze([log_tables.events_table(conn), *log_tables.LOG_TABLES, *read_models])
 
     # --- the append transaction ------------------------------------------------------------------
     def _write(self, work: Callable[[Connection], T]) -> T:

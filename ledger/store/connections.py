@@ -221,6 +221,51 @@ class Connection:
         else:
             self.raw.executemany(sql, [tuple(r) for r in rows])
 
+    def insert_rows(
+        self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]
+    ) -> None:
+        """Rows appended to `table` in bulk, in the open transaction: COPY on PostgreSQL (one
+        stream, where executemany costs a pipelined statement per row), executemany on SQLite
+        (in-process, no round trip to save). No ON CONFLICT: a duplicate key is an error."""
+        if not rows:
+            return
+        names = ", ".join(columns)
+        if self.config.is_postgres:
+            with self.raw.cursor() as cur, cur.copy(f"COPY {table} ({names}) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+            return
+        marks = ", ".join("?" * len(columns))
+        self.raw.executemany(f"INSERT INTO {table} ({names}) VALUES ({marks})", rows)
+
+    def analyze(self, tables: Sequence[str]) -> None:
+        """Fresh planner statistics for `tables` on PostgreSQL, outside any transaction:
+        autovacuum would get there, but only after the next commands planned against row counts
+        a large load left far behind. SQLite keeps no statistics unless ANALYZE ran once."""
+        if self.config.is_postgres and tables:
+            self.execute(f"ANALYZE {', '.join(tables)}")
+
+    def duplicate_key_errors(self) -> tuple[type[BaseException], ...]:
+        """What a row whose key is already there raises (insert_rows)."""
+        if self.config.is_postgres:
+            import psycopg
+
+            return (psycopg.errors.UniqueViolation,)
+        return (sqlite3.IntegrityError,)
+
+    @contextmanager
+    def savepoint(self, name: str) -> Iterator[None]:
+        """A nested transaction inside the open one: an error inside undoes only what it did
+        (on PostgreSQL the transaction stays usable), and is re-raised."""
+        self.execute(f"SAVEPOINT {name}")
+        try:
+            yield
+        except BaseException:
+            if self._in_transaction():  # see _rollback_if_open: the error that matters first
+                self.execute(f"ROLLBACK TO SAVEPOINT {name}")
+            raise
+        self.execute(f"RELEASE SAVEPOINT {name}")
+
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
         cur = self.execute(sql, params)
         names = [d[0] for d in cur.description]
@@ -242,15 +287,16 @@ class Connection:
         """Roll back what is still open: SQLite ends a transaction by itself on some errors
         (SQLITE_FULL among them) and a broken PostgreSQL connection has none left; a ROLLBACK
         then would fail and hide the error that matters."""
+        if self._in_transaction():
+            self.execute("ROLLBACK")
+
+    def _in_transaction(self) -> bool:
         if self.config.is_postgres:
             from psycopg import pq
 
             status = self.raw.info.transaction_status
-            if status not in (pq.TransactionStatus.INTRANS, pq.TransactionStatus.INERROR):
-                return
-        elif not self.raw.in_transaction:
-            return
-        self.execute("ROLLBACK")
+            return status in (pq.TransactionStatus.INTRANS, pq.TransactionStatus.INERROR)
+        return bool(self.raw.in_transaction)
 
     def close(self) -> None:
         self.raw.close()

@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # imported where an event is built: a read's start-up needs n
 EVENT_HASHES = "event_hashes"
 JOB_KEYS = "job_keys"
 LOG_TABLES = (EVENT_HASHES, JOB_KEYS)
+JOB_KEY_COLUMNS = ("cluster", "id", "digest", "position")  # JOB_KEYS's, in order
 PAGE = 200  # stored events read at a time when linking or indexing a backlog
 LOCK_TIMEOUT_SECONDS = 60
 

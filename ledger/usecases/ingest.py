@@ -32,6 +32,11 @@ CHUNK_LINES = 50_000  # lines validated at a time: bounds memory on million-job 
 # one INSERT) hung on PostgreSQL: the library's pipelined insert waited on the server while the
 # server waited on the rest of the statement.
 RECORD_LINES = 5_000
+# Jobs recorded by one run from which the tables' planner statistics are refreshed (PostgreSQL's
+# ANALYZE, ~0.1-0.3 s): a load this large changes the row counts the next commands plan with.
+BULK_LOAD_JOBS = 50_000
+# The read models a load grows (projections.writers.usage_tables).
+LOADED_READ_MODELS = ("jobs", "period_totals")
 SACCT = "sacct"  # the format of `sacct -a -X -P` output (ledger.slurm.sacct_jobs)
 
 __all__ = ["Conflict", "IngestNotes", "IngestResult", "ingest", "record_input"]
@@ -141,6 +146,8 @@ def record_input(
         for line in result.bad:
             notes.skipped(line)
         _record_spool(s, spool, result, reason, origin, state, rerun, notes)
+    if result.recorded >= BULK_LOAD_JOBS:
+        ledger.refresh_statistics(LOADED_READ_MODELS)
     s.read()
     return result
 

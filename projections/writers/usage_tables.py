@@ -188,7 +188,14 @@ def insert_jobs(
     conn: Connection, state: SiteState, records: list[dict[str, Any]], position: int
 ) -> None:
     params = usage_params(state)
-    conn.executemany(_INSERT_JOB, [job_row(r, params, position) for r in records])
+    rows = [job_row(r, params, position) for r in records]
+    try:
+        # In bulk (COPY on PostgreSQL): the log's key index already keeps every job out that
+        # it holds, so a duplicate here is rare (a log written before the index existed).
+        with conn.savepoint("insert_jobs"):
+            conn.insert_rows("jobs", JOB_COLUMNS, rows)
+    except conn.duplicate_key_errors():
+        conn.executemany(_INSERT_JOB, rows)
     conn.execute(_ADD_TOTALS, (position,))
 
 
