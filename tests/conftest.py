@@ -5,10 +5,9 @@ each test gets its own schema, dropped afterwards. Without a server the PostgreS
 skipped, unless FAIRLEDGER_REQUIRE_POSTGRES=1 (CI), where they fail instead.
 
 The suite runs in parallel (pytest-xdist, `-n auto` in pyproject.toml; `-n 0` for one process):
-every test has its own tmp_path and schema, and nothing else is shared. A `ledger_store` is a
-copy of the ledger `create-db` made once per process (a file copy on SQLite, its schema dumped
-by pg_dump and replayed under the test's name on PostgreSQL): the same events, tables, indexes
-and triggers as running create-db again, for a fraction of the time.
+every test has its own tmp_path and schema, and nothing else is shared. A `ledger_store`, and
+the sites tests build with `tests.templates.built`, are copies of a ledger made once per
+process by the same CLI commands (tests/templates.py says how).
 
 Hypothesis: the default profile runs each property 100 times (the slow ones used to ask for
 200-300); FAIRLEDGER_HYPOTHESIS_PROFILE=thorough runs each 1,000 times, for a change to the
@@ -18,8 +17,6 @@ calculations.
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -31,6 +28,7 @@ from click.testing import CliRunner, Result
 from hypothesis import settings
 
 from cli.main import cli
+from tests.templates import built, drop_schema
 
 PG_URL = os.environ.get("FAIRLEDGER_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 PG_BASE = PG_URL.split("?")[0]  # the server and database; each test adds its ?schema=
@@ -129,9 +127,9 @@ def _verified(store: Store, request: pytest.FixtureRequest) -> None:
 @pytest.fixture(params=["sqlite", "postgres"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     if request.param == "sqlite":
-        built = Store("sqlite", f"sqlite:///{tmp_path / 'ledger.db'}")
-        yield built
-        _verified(built, request)
+        made = Store("sqlite", f"sqlite:///{tmp_path / 'ledger.db'}")
+        yield made
+        _verified(made, request)
         return
     problem = _pg_reachable()
     if problem is not None:
@@ -139,79 +137,30 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
             pytest.fail(f"PostgreSQL required but unreachable at {PG_URL}: {problem}")
         pytest.skip(f"PostgreSQL unreachable at {PG_URL}: {problem}")
     schema = f"t_{uuid.uuid4().hex[:12]}"
-    built = Store("postgres", f"{PG_BASE}?schema={schema}")
+    made = Store("postgres", f"{PG_BASE}?schema={schema}")
     try:
-        yield built
-        _verified(built, request)
+        yield made
+        _verified(made, request)
     finally:
         _drop_schema(schema)
-
-
-_ADMIN: list[Any] = []  # this process's connection for cloning and dropping schemas, made once
-
-
-def _admin() -> Any:
-    import psycopg
-
-    if not _ADMIN or _ADMIN[0].closed:
-        _ADMIN[:] = [psycopg.connect(PG_BASE, autocommit=True)]
-    return _ADMIN[0]
 
 
 def _drop_schema(schema: str) -> None:
-    _admin().execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+    drop_schema(PG_BASE, schema)
 
 
-@pytest.fixture(scope="session")
-def _sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The file `create-db` makes, made once per process: a ledger_store is a copy of it."""
-    made = Store("sqlite", f"sqlite:///{tmp_path_factory.mktemp('template') / 'ledger.db'}")
-    made.run("create-db")
-    return Path(made.url.removeprefix("sqlite:///"))
+def _create_db(store: Store) -> None:
+    store.run("create-db")
 
 
-@pytest.fixture(scope="session")
-def _postgres_template() -> tuple[str, str] | None:
-    """The schema `create-db` makes, made once per process and dumped (pg_dump) as SQL that
-    builds it again under another name in one round trip: half create-db's time, most of it
-    the server's. Returns the template's schema name and that SQL; None without a pg_dump
-    that can dump this server (create-db then runs for each test, as it did)."""
-    pg_dump = shutil.which("pg_dump")
-    if pg_dump is None:
-        return None
-    # A name that appears nowhere else in the dump, so that replacing it renames the copy.
-    schema = f"fltpl_{uuid.uuid4().hex}"
-    Store("postgres", f"{PG_BASE}?schema={schema}").run("create-db")
-    try:
-        dumped = subprocess.run(
-            [pg_dump, "--dbname", PG_BASE, "--schema", schema, "--inserts", "--no-owner"],
-            capture_output=True,
-            text=True,
-        )
-    finally:
-        _drop_schema(schema)
-    if dumped.returncode != 0:
-        return None
-    # psql meta-commands (\restrict in recent dumps) are not SQL; everything else is.
-    sql = "\n".join(line for line in dumped.stdout.splitlines() if not line.startswith("\\"))
-    return schema, sql
+def create_ledger(store: Store) -> None:
+    """What `store.run("create-db")` (at T0) makes in the empty `store`: a copy of the ledger it
+    made once in this process. The tests of create-db itself run it."""
+    built(store, _create_db)
 
 
 @pytest.fixture
-def ledger_store(store: Store, request: pytest.FixtureRequest) -> Store:
-    """A store holding what `fairledger create-db` (at T0) makes: a copy of one made for this
-    process, which is what create-db would make again (its events, their hashes, the read
-    models and, on PostgreSQL, every table, index, trigger and function). The tests of
-    create-db itself use `store`."""
-    if store.kind == "sqlite":
-        shutil.copy2(request.getfixturevalue("_sqlite_template"), store.url[len("sqlite:///") :])
-        return store
-    template = request.getfixturevalue("_postgres_template")
-    if template is None:
-        store.run("create-db")
-        return store
-    name, sql = template
-    admin = _admin()
-    with admin.transaction():
-        admin.execute(sql.replace(name, store.url.rsplit("?schema=", 1)[1]).encode())
+def ledger_store(store: Store) -> Store:
+    """A store holding what `fairledger create-db` (at T0) makes."""
+    create_ledger(store)
     return store

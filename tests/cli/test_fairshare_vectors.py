@@ -9,7 +9,7 @@ import json
 import pytest
 
 from tests.cli.sites import build_weighted_tree_site, read_weighted_tree
-from tests.conftest import DATA, T0, Store
+from tests.conftest import DATA, T0, Store, create_ledger
 
 JOB_END = T0 + 5000  # inside the ledger's first period (half-life 1w from T0)
 UPDATE_AT = T0 + 6000
@@ -38,7 +38,7 @@ def usage_jobs(name: str, overrides: dict[str, int] | None = None) -> str:
 
 
 def build(store: Store, name: str) -> None:
-    store.run("create-db")
+    create_ledger(store)
     build_weighted_tree_site(store, name)
     store.run("ingest", "-", input=usage_jobs(name), now=JOB_END)
     store.run("update-fshare", now=UPDATE_AT)
