@@ -8,6 +8,7 @@ import json
 import pytest
 
 from tests.conftest import T0, Store, create_ledger
+from tests.templates import built
 
 # Two IDs whose every form flux-core's own test table gives (libjob/test/job.c).
 BIG_ID = 6787342413402046
@@ -15,6 +16,10 @@ SMALL_ID = 65535
 
 
 def site_with_jobs(store: Store, recorded_at: float = T0) -> None:
+    built(store, _site_with_jobs, recorded_at)
+
+
+def _site_with_jobs(store: Store, recorded_at: float) -> None:
     create_ledger(store)
     store.run("add-bank", "root", "1")
     store.run("add-bank", "A", "1", "--parent-bank", "root")
