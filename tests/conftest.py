@@ -5,7 +5,9 @@ each test gets its own schema, dropped afterwards. Without a server the PostgreS
 skipped, unless FAIRLEDGER_REQUIRE_POSTGRES=1 (CI), where they fail instead.
 
 The suite runs in parallel (pytest-xdist, `-n auto` in pyproject.toml; `-n 0` for one process):
-every test has its own tmp_path and schema, and nothing else is shared.
+every test has its own tmp_path and schema, and nothing else is shared. A `ledger_store`, and
+the sites tests build with `tests.templates.built`, are copies of a ledger made once per
+process by the same CLI commands (tests/templates.py says how).
 
 Hypothesis: the default profile runs each property 100 times (the slow ones used to ask for
 200-300); FAIRLEDGER_HYPOTHESIS_PROFILE=thorough runs each 1,000 times, for a change to the
@@ -26,8 +28,10 @@ from click.testing import CliRunner, Result
 from hypothesis import settings
 
 from cli.main import cli
+from tests.templates import built, drop_schema
 
 PG_URL = os.environ.get("FAIRLEDGER_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
+PG_BASE = PG_URL.split("?")[0]  # the server and database; each test adds its ?schema=
 REQUIRE_PG = os.environ.get("FAIRLEDGER_REQUIRE_POSTGRES") == "1"
 DATA = Path(__file__).parent / "data"
 T0 = 1_700_000_000  # a fixed ledger time keeps outputs (creation_time, ...) reproducible
@@ -45,7 +49,7 @@ def _pg_reachable() -> str | None:
     try:
         import psycopg
 
-        with psycopg.connect(PG_URL.split("?")[0], connect_timeout=3):
+        with psycopg.connect(PG_BASE, connect_timeout=3):
             _REACHED.append(True)
             return None
     except Exception as err:  # any failure to connect means "no server here"
@@ -123,9 +127,9 @@ def _verified(store: Store, request: pytest.FixtureRequest) -> None:
 @pytest.fixture(params=["sqlite", "postgres"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     if request.param == "sqlite":
-        built = Store("sqlite", f"sqlite:///{tmp_path / 'ledger.db'}")
-        yield built
-        _verified(built, request)
+        made = Store("sqlite", f"sqlite:///{tmp_path / 'ledger.db'}")
+        yield made
+        _verified(made, request)
         return
     problem = _pg_reachable()
     if problem is not None:
@@ -133,26 +137,30 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
             pytest.fail(f"PostgreSQL required but unreachable at {PG_URL}: {problem}")
         pytest.skip(f"PostgreSQL unreachable at {PG_URL}: {problem}")
     schema = f"t_{uuid.uuid4().hex[:12]}"
-    built = Store("postgres", f"{PG_URL.split('?')[0]}?schema={schema}")
+    made = Store("postgres", f"{PG_BASE}?schema={schema}")
     try:
-        yield built
-        _verified(built, request)
+        yield made
+        _verified(made, request)
     finally:
         _drop_schema(schema)
 
 
-_ADMIN: list[Any] = []  # this process's connection for dropping schemas, made once
-
-
 def _drop_schema(schema: str) -> None:
-    import psycopg
+    drop_schema(PG_BASE, schema)
 
-    if not _ADMIN or _ADMIN[0].closed:
-        _ADMIN[:] = [psycopg.connect(PG_URL.split("?")[0], autocommit=True)]
-    _ADMIN[0].execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+def _create_db(store: Store) -> None:
+    store.run("create-db")
+
+
+def create_ledger(store: Store) -> None:
+    """What `store.run("create-db")` (at T0) makes in the empty `store`: a copy of the ledger it
+    made once in this process. The tests of create-db itself run it."""
+    built(store, _create_db)
 
 
 @pytest.fixture
 def ledger_store(store: Store) -> Store:
-    store.run("create-db")
+    """A store holding what `fairledger create-db` (at T0) makes."""
+    create_ledger(store)
     return store

@@ -5,7 +5,8 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from tests.conftest import DATA, Store
+from tests.conftest import DATA, Store, create_ledger
+from tests.templates import built
 
 
 def build_flux_account_site(store: Store, with_e_users: bool = False) -> None:
@@ -20,6 +21,16 @@ def build_flux_account_site(store: Store, with_e_users: bool = False) -> None:
     if with_e_users:
         for user in ("user5030", "user5031"):
             store.run("add-user", "--username", user, "--userid", user[4:], "--bank", "E")
+
+
+def flux_account_ledger(store: Store, with_e_users: bool = False) -> None:
+    """A new ledger (create-db) holding build_flux_account_site's hierarchy."""
+    built(store, _flux_account_ledger, with_e_users)
+
+
+def _flux_account_ledger(store: Store, with_e_users: bool) -> None:
+    create_ledger(store)
+    build_flux_account_site(store, with_e_users)
 
 
 def read_weighted_tree(name: str) -> list[tuple[int, str, str, int, int]]:
@@ -62,3 +73,13 @@ def build_weighted_tree_site(store: Store, name: str, uid_base: int = 5011) -> l
             )
             users.append(user)
     return users
+
+
+def weighted_tree_ledger(store: Store, name: str, uid_base: int = 5011) -> list[str]:
+    """A new ledger (create-db) holding build_weighted_tree_site's banks and users."""
+    return built(store, _weighted_tree_ledger, name, uid_base)
+
+
+def _weighted_tree_ledger(store: Store, name: str, uid_base: int) -> list[str]:
+    create_ledger(store)
+    return build_weighted_tree_site(store, name, uid_base)

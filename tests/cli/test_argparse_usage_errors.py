@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import Store
+from tests.conftest import Store, create_ledger
 
 
 @pytest.mark.parametrize(
@@ -40,7 +40,7 @@ from tests.conftest import Store
     ],
 )
 def test_usage_errors_in_argparse_words(store: Store, args: list[str], error: str) -> None:
-    store.run("create-db")
+    create_ledger(store)
     store.run("add-bank", "root", "1")
     store.run("add-bank", "A", "1", "--parent-bank", "root")
     before = store.log_position()

@@ -9,9 +9,9 @@ from __future__ import annotations
 import pytest
 
 from ledger.usecases import bank_info as bank_info_usecase
-from tests.cli.sites import build_flux_account_site
+from tests.cli.sites import flux_account_ledger
 from tests.cli.test_fairshare_vectors import UPDATE_AT, build
-from tests.conftest import Store
+from tests.conftest import Store, create_ledger
 
 SMALL_NO_TIE_TREE = """\
 Name                     Shares  Norm Shares   Norm Usage   Level FS
@@ -63,7 +63,7 @@ def test_tree_without_users_and_exclude(store: Store) -> None:
 
 def test_user_paths_mark_the_default_bank(store: Store) -> None:
     # flux-accounting's t1096 hierarchy: root with A, B, C at 1 share each; a user in A and C.
-    store.run("create-db")
+    create_ledger(store)
     store.run("add-bank", "root", "1")
     for bank in "ABC":
         store.run("add-bank", bank, "1", "--parent-bank", "root")
@@ -91,8 +91,7 @@ def test_user_paths_mark_the_default_bank(store: Store) -> None:
 
 
 def test_default_is_the_caller_not_a_service(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
-    store.run("create-db")
-    build_flux_account_site(store)
+    flux_account_ledger(store)
     monkeypatch.setattr(bank_info_usecase, "caller_username", lambda: "user5013")
     assert store.run("bank-info", "-P", "-n").stdout == (
         "root|1|1.000000|1.000000|inf\n"
@@ -102,8 +101,7 @@ def test_default_is_the_caller_not_a_service(store: Store, monkeypatch: pytest.M
 
 
 def test_inactive_rows_are_shown_and_counted(store: Store) -> None:
-    store.run("create-db")
-    build_flux_account_site(store)
+    flux_account_ledger(store)
     store.run("delete-user", "user5012", "A")
     out = store.run("bank-info", "-t", "A", "-P", "-n").stdout
     assert out == (
@@ -124,8 +122,7 @@ def test_inactive_rows_are_shown_and_counted(store: Store) -> None:
     ],
 )
 def test_errors(store: Store, args: list[str], code: int, message: str) -> None:
-    store.run("create-db")
-    build_flux_account_site(store)
+    flux_account_ledger(store)
     result = store.run("bank-info", *args, expect=code)
     assert result.stdout == ""
     assert message in result.stderr
@@ -133,14 +130,13 @@ def test_errors(store: Store, args: list[str], code: int, message: str) -> None:
 
 
 def test_no_root_bank(store: Store) -> None:
-    store.run("create-db")
+    create_ledger(store)
     result = store.run("bank-info", "-t", "root", expect=1)
     assert result.stderr == "fairledger: No root bank found in bank_table\n"
 
 
 def test_as_of(store: Store) -> None:
-    store.run("create-db")
-    build_flux_account_site(store)
+    flux_account_ledger(store)
     later = 1_700_000_000 + 100
     store.run("add-bank", "G", "3", "--parent-bank", "root", now=later)
     before = store.run("bank-info", "-T", "root", "-P", "-n", "--as-of", "1700000050", now=later)

@@ -27,7 +27,7 @@ from projections.queries.fairshare_history import markers_between
 from projections.writers import checkpoints
 from projections.writers.usage_tables import association_usage_at
 from tests.builders import job_line
-from tests.conftest import T0, Store
+from tests.conftest import T0, Store, create_ledger
 
 USERS = {"alice": "A", "bob": "B", "carol": "B"}
 
@@ -213,13 +213,13 @@ def fresh_ledger(store: Store) -> Iterator[Store]:
     name = uuid.uuid4().hex[:10]
     if store.kind == "sqlite":
         example = Store("sqlite", store.url.replace("ledger.db", f"ledger-{name}.db"))
-        example.run("create-db")
+        create_ledger(example)
         yield example
         return
     base, _, _ = store.url.partition("?")
     example = Store("postgres", f"{base}?schema=c_{name}")
     try:
-        example.run("create-db")
+        create_ledger(example)
         yield example
     finally:
         with psycopg.connect(base, autocommit=True) as conn:

@@ -8,8 +8,9 @@ import json
 
 import pytest
 
-from tests.cli.sites import build_weighted_tree_site, read_weighted_tree
+from tests.cli.sites import read_weighted_tree, weighted_tree_ledger
 from tests.conftest import DATA, T0, Store
+from tests.templates import built
 
 JOB_END = T0 + 5000  # inside the ledger's first period (half-life 1w from T0)
 UPDATE_AT = T0 + 6000
@@ -38,8 +39,11 @@ def usage_jobs(name: str, overrides: dict[str, int] | None = None) -> str:
 
 
 def build(store: Store, name: str) -> None:
-    store.run("create-db")
-    build_weighted_tree_site(store, name)
+    built(store, _build, name)
+
+
+def _build(store: Store, name: str) -> None:
+    weighted_tree_ledger(store, name)
     store.run("ingest", "-", input=usage_jobs(name), now=JOB_END)
     store.run("update-fshare", now=UPDATE_AT)
 

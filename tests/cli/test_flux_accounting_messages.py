@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Store
+from tests.conftest import Store, create_ledger
 
 
 @pytest.mark.parametrize(
@@ -29,7 +29,7 @@ from tests.conftest import Store
 def test_a_bad_duration_expression_is_refused_in_their_words(
     store: Store, option: str, expression: str, refusal: str
 ) -> None:
-    store.run("create-db")
+    create_ledger(store)
     before = store.log_position()
     result = store.run("view-job-records", option, expression, expect=2)
     assert result.stdout == ""
@@ -39,7 +39,7 @@ def test_a_bad_duration_expression_is_refused_in_their_words(
 
 
 def test_good_expressions_still_filter(store: Store) -> None:
-    store.run("create-db")
+    create_ledger(store)
     # No jobs: every well-formed filter is accepted and finds nothing.
     for option, expression in [("-d", "< 60"), ("-e", ">= 1"), ("-D", "= 0")]:
         result = store.run("view-job-records", option, expression)
@@ -48,7 +48,7 @@ def test_good_expressions_still_filter(store: Store) -> None:
 
 def test_pop_db_names_a_table_that_does_not_exist(store: Store, tmp_path: Path) -> None:
     """t1009: `touch foo.csv; flux account pop-db -c foo.csv` greps this line."""
-    store.run("create-db")
+    create_ledger(store)
     before = store.log_position()
     bad = tmp_path / "foo.csv"
     bad.touch()

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import DATA, PG_URL, T0, Store
+from tests.conftest import DATA, PG_URL, T0, Store, create_ledger
 
 FLUX_DBS = DATA / "test_dbs"
 ALL_DBS = sorted(FLUX_DBS.glob("*.db"))
@@ -208,7 +208,7 @@ def broken_site(tmp_path: Path) -> Path:
 
 def test_a_source_that_breaks_our_rules_is_refused_row_by_row(store: Store, tmp_path: Path) -> None:
     path = broken_site(tmp_path)
-    store.run("create-db")
+    create_ledger(store)
     position = store.log_position()
     result = store.run("import-flux-accounting", str(path), expect=1)
     lines = result.stderr.splitlines()
@@ -444,7 +444,7 @@ def test_the_import_report(store: Store) -> None:
 def build_site(store: Store) -> None:
     """A site with everything the tables carry: a tree, limits, queues, projects, an inactive
     association and bank, edited factors and config, usage and fair-share."""
-    store.run("create-db")
+    create_ledger(store)
     store.run("add-queue", "batch", "--priority", "100", "--max-running-jobs", "7")
     store.run("add-project", "climate")
     store.run("add-bank", "root", "1")

@@ -35,7 +35,8 @@ from hypothesis import strategies as st
 from ledger import bounds
 from ledger.clock import parse_time
 from tests.builders import job_record
-from tests.conftest import DATA, T0, Store
+from tests.conftest import DATA, T0, Store, create_ledger
+from tests.templates import built
 
 EXAMPLES = int(os.environ.get("FAIRLEDGER_FUZZ_EXAMPLES", "20"))
 FUZZ = settings(
@@ -168,13 +169,18 @@ def _no_constant(name: str) -> Any:
 
 
 @pytest.fixture
-def site(ledger_store: Store) -> Store:
-    ledger_store.run("add-bank", "root", "1")
-    ledger_store.run("add-bank", "A", "1", "--parent-bank", "root")
-    ledger_store.run("add-user", "-u", "alice", "-B", "A", "--userid", "5001")
-    ledger_store.run("add-queue", "gold")
-    ledger_store.run("add-project", "proj")
-    return ledger_store
+def site(store: Store) -> Store:
+    built(store, _site)
+    return store
+
+
+def _site(store: Store) -> None:
+    create_ledger(store)
+    store.run("add-bank", "root", "1")
+    store.run("add-bank", "A", "1", "--parent-bank", "root")
+    store.run("add-user", "-u", "alice", "-B", "A", "--userid", "5001")
+    store.run("add-queue", "gold")
+    store.run("add-project", "proj")
 
 
 # --- integers ------------------------------------------------------------------------------------

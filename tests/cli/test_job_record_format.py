@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from tests.conftest import T0, Store
+from tests.conftest import T0, Store, create_ledger
+from tests.templates import built
 
 # Two IDs whose every form flux-core's own test table gives (libjob/test/job.c).
 BIG_ID = 6787342413402046
@@ -15,7 +16,11 @@ SMALL_ID = 65535
 
 
 def site_with_jobs(store: Store, recorded_at: float = T0) -> None:
-    store.run("create-db")
+    built(store, _site_with_jobs, recorded_at)
+
+
+def _site_with_jobs(store: Store, recorded_at: float) -> None:
+    create_ledger(store)
     store.run("add-bank", "root", "1")
     store.run("add-bank", "A", "1", "--parent-bank", "root")
     store.run("add-user", "-u", "alice", "-i", "5001", "-B", "A")
@@ -134,7 +139,7 @@ def test_a_bad_format_is_one_line(store: Store, fmt: str, message: str) -> None:
 
 
 def test_a_bad_format_is_refused_with_no_jobs_too(store: Store) -> None:
-    store.run("create-db")
+    create_ledger(store)
     refused = store.run("view-job-records", "-o", "{foo}", expect=1)
     assert "Unknown format field: foo" in refused.stderr
 

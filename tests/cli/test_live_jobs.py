@@ -9,7 +9,8 @@ import pytest
 
 from cli import live_jobs
 from ledger.flux_accounting.transport import FluxUnavailable, LiveJobQuery
-from tests.conftest import T0, Store
+from tests.conftest import T0, Store, create_ledger
+from tests.templates import built
 
 
 class FakeJobList:
@@ -41,7 +42,11 @@ def job_list(monkeypatch: pytest.MonkeyPatch) -> FakeJobList:
 
 
 def site(store: Store) -> None:
-    store.run("create-db")
+    built(store, _site)
+
+
+def _site(store: Store) -> None:
+    create_ledger(store)
     store.run("add-bank", "root", "1")
     store.run("add-bank", "A", "1", "--parent-bank", "root")
     store.run("add-bank", "B", "1", "--parent-bank", "root", "--priority", "2.5")

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from tests.conftest import T0, Store
+from tests.conftest import T0, Store, create_ledger
 
 PARENT = "2147483647"
 
@@ -71,7 +71,7 @@ def test_a_slurm_site_shows_parent(store: Store, algorithm: str) -> None:
 
 
 def test_a_weighted_walk_site_keeps_flux_accountings_unlimited(store: Store) -> None:
-    store.run("create-db")
+    create_ledger(store)
     store.run("add-bank", "root", "1")
     store.run("add-bank", "physics", PARENT, "--parent-bank", "root")
     store.run("add-user", "-u", "alice", "-i", "5001", "-B", "physics", "--shares", PARENT)
@@ -88,7 +88,7 @@ def test_a_weighted_walk_site_keeps_flux_accountings_unlimited(store: Store) -> 
 def test_a_switch_changes_what_is_shown_from_then_on(store: Store) -> None:
     """The same value before and after edit-config fairshare_algorithm=fair-tree: as of a
     moment before, and in the history lines recorded before, it is "unlimited"."""
-    store.run("create-db")
+    create_ledger(store)
     store.run("add-bank", "root", "1")
     store.run("add-bank", "physics", PARENT, "--parent-bank", "root")
     store.run("edit-config", "fairshare_algorithm=fair-tree", now=T0 + 10)

@@ -10,7 +10,8 @@ import pytest
 from ledger import limits
 from tests.cli.sites import build_weighted_tree_site
 from tests.cli.test_fairshare_vectors import UPDATE_AT, build
-from tests.conftest import DATA, Store
+from tests.conftest import DATA, Store, create_ledger
+from tests.templates import built
 
 
 def priority(store: Store, *args: str) -> int:
@@ -19,7 +20,13 @@ def priority(store: Store, *args: str) -> int:
 
 
 @pytest.fixture
-def site(ledger_store: Store) -> Store:
+def site(store: Store) -> Store:
+    built(store, _site)
+    return store
+
+
+def _site(ledger_store: Store) -> None:
+    create_ledger(ledger_store)
     ledger_store.run("add-bank", "root", "1")
     ledger_store.run("add-bank", "A", "1", "--parent-bank", "root")
     for queue, prio in [
@@ -70,7 +77,6 @@ def site(ledger_store: Store) -> Store:
         "--max-sched-jobs",
         "3",
     )
-    return ledger_store
 
 
 def test_priority_vectors(site: Store) -> None:

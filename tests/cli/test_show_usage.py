@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tests.conftest import T0, Store
+from tests.conftest import T0, Store, create_ledger
 
 JOB_END = T0 + 5000
 CHART_AT = T0 + 6000
@@ -17,7 +17,7 @@ USAGE[("user5", "C")] = 23
 def site_with_usage(store: Store) -> None:
     """flux-accounting's t1012: usage 5, 14, 7, 45, 23 (banks A 19, B 52, C 23), each from one
     one-node job as long as the usage, in the ledger's first period (no decay yet)."""
-    store.run("create-db")
+    create_ledger(store)
     store.run("add-bank", "root", "1")
     for bank in "ABC":
         store.run("add-bank", bank, "1", "--parent-bank", "root")
@@ -66,7 +66,7 @@ def test_banks_leave_the_root_out_and_limit(store: Store) -> None:
 
 
 def test_no_data(store: Store) -> None:
-    store.run("create-db")
+    create_ledger(store)
     for table in ("associations", "banks"):
         assert store.run("show-usage", table).stdout == "no data to display\n"
 
@@ -91,7 +91,7 @@ def test_as_of_before_the_usage(store: Store) -> None:
     ],
 )
 def test_bad_arguments(store: Store, args: list[str], code: int, message: str) -> None:
-    store.run("create-db")
+    create_ledger(store)
     result = store.run("show-usage", *args, expect=code)
     assert message in result.stderr
     assert result.stdout == ""

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from tests.cli.test_usage import charged, ingest, period, update, usage, usage_store
-from tests.conftest import DATA, T0, Store
+from tests.conftest import DATA, T0, Store, create_ledger
 
 __all__ = ["usage_store"]  # the fixture, imported for pytest
 
@@ -97,7 +97,7 @@ def test_add_bank_with_a_cutoff_is_shown_exported_and_in_history(
     assert rows["root"]["ignore_older_than"] == "0"
     # pop-db of that export keeps the cutoff on the bank (a round trip loses nothing).
     other = Store("sqlite", f"sqlite:///{tmp_path / 'other.db'}")
-    other.run("create-db")
+    create_ledger(other)
     other.run("pop-db", "-c", str(tmp_path / "bank_table.csv"))
     assert bank_row(other, "A")["ignore_older_than"] == 1600000000
     assert bank_row(other, "root")["ignore_older_than"] in (0, None)

@@ -16,6 +16,7 @@ import pytest
 
 from ledger.usecases.session import Session
 from tests.conftest import T0, Store
+from tests.templates import built
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "slurm"
 PARENT = "2147483647"
@@ -30,6 +31,11 @@ def shares(value: int | str) -> str:
 
 
 def build(store: Store, vector: dict[str, Any], algorithm: str) -> None:
+    built(store, _build, json.dumps(vector, sort_keys=True), algorithm)
+
+
+def _build(store: Store, vector_json: str, algorithm: str) -> None:
+    vector = json.loads(vector_json)
     store.run("create-db", "--fairshare-algorithm", algorithm)
     store.run("add-bank", "root", "1")
     for name, parent, value in vector["accounts"]:

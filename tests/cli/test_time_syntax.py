@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.cli.test_ingest import all_tables, job, write
-from tests.conftest import T0, Store
+from tests.conftest import T0, Store, create_ledger
 
 NOW = T0 + 90_000  # 2023-11-15T23:13:20Z: the ledger's clock for the reads below
 X = T0 + 2_800  # 2023-11-14T23:00:00Z: the instant every form below names
@@ -268,7 +268,7 @@ def test_a_set_timezone_survives_export_db_and_pop_db(ledger_store: Store, tmp_p
     rows = (tmp_path / "config_table.csv").read_text().splitlines()
     assert rows[-1] == "timezone,Asia/Tokyo"
     other = Store("sqlite", f"sqlite:///{tmp_path / 'other.db'}")
-    other.run("create-db")
+    create_ledger(other)
     other.run("pop-db", "-c", str(tmp_path / "config_table.csv"))
     assert (
         json.loads(other.run("view-config", "timezone", "--json").stdout)[0]["value"]

@@ -13,6 +13,7 @@ import pytest
 
 from tests.cli.test_ingest import all_tables, job, write
 from tests.conftest import T0, Store
+from tests.templates import built
 
 H = 100  # half-life: period k = [T0 + 100k, T0 + 100k + 100)
 RESET = 400  # B = 4 past bins
@@ -32,6 +33,11 @@ def charged(job_id: int, charge: int, end: float, userid: int = 5001, **fields: 
 def usage_store(store: Store) -> Store:
     """A ledger created at T0 with H = 100 s and a reset period of 400 s (4 past bins):
     root -> A (alice 5001, bob 5002), B (carol 5003)."""
+    built(store, _usage_site)
+    return store
+
+
+def _usage_site(store: Store) -> None:
     store.run(
         "create-db",
         "--priority-decay-half-life",
@@ -45,7 +51,6 @@ def usage_store(store: Store) -> Store:
     store.run("add-user", "-u", "alice", "-i", "5001", "-B", "A")
     store.run("add-user", "-u", "bob", "-i", "5002", "-B", "A")
     store.run("add-user", "-u", "carol", "-i", "5003", "-B", "B")
-    return store
 
 
 def ingest(store: Store, tmp_path: Path, now: float, *jobs: dict[str, Any]) -> str:
