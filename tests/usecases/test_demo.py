@@ -48,12 +48,8 @@ def test_the_demo_announces_each_command_before_its_result(tmp_path: Path) -> No
         "create-db --fairshare-algorithm fair-tree",
         "LedgerMade",
         "edit-config timezone=America/Chicago",
-        "import-slurm tux.cfg",
+        "import-slurm tux.cfg --conf tux.conf",
         "SlurmImported",
-        "add-queue batch",
-        "edit-queue batch --billing-weights 'CPU=1.0,Mem=0.25G'",
-        "add-queue gpu",
-        "edit-queue gpu --billing-weights 'CPU=1.0,Mem=0.25G,GRES/gpu=2.0'",
         "ingest --format sacct tux-week.sacct",
         "JobsIngested",
         "update-fshare",
@@ -62,6 +58,10 @@ def test_the_demo_announces_each_command_before_its_result(tmp_path: Path) -> No
         "Sshare",
         "sshare -a -l --algorithm classic",
         "Sshare",
+        "sprio -l --jobs pending.jsonl",
+        "Sprio",
+        "explain-job 4000",
+        "SlurmExplained",
         "history --config",
         "History",
         "verify",
@@ -87,12 +87,15 @@ def test_the_demo_announces_each_command_before_its_result(tmp_path: Path) -> No
     assert trees[0].members != trees[1].members  # a week of usage apart
     history, config = [step for step in steps if isinstance(step, demo.History)]
     assert len(history.entries) == 2  # alice added, then her limit raised
-    # The Slurm site's policy: its creation, the timezone, and the partitions' billing weights.
+    # The Slurm site's policy: its creation, the timezone, then its slurm.conf: four settings
+    # (TRES weights, reset period, the cluster's nodes and CPUs), five weights and the two
+    # partitions with their billing weights.
     assert [e.action for e in config.entries] == [
         "create-db",
-        "edit-config",
-        "edit-queue",
-        "edit-queue",
+        *["edit-config"] * 5,
+        *["edit-factor"] * 5,
+        "add-queue",
+        "add-queue",
     ]
 
 
