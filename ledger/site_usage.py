@@ -121,8 +121,10 @@ def association_usage(
     totals: Iterable[PeriodTotal],
     at: float,
     cleared: Mapping[float, Iterable[PeriodTotal]] | None = None,
+    only: set[AssocKey] | None = None,
 ) -> dict[AssocKey, AssociationUsage]:
-    """Decayed usage at `at` of every association (active or not).
+    """Decayed usage at `at` of every association (active or not), or of those in `only`
+    (then `totals` need hold only the totals that can resolve to them).
 
     `cleared[X]` holds the totals of jobs that ended at or before X: X is the usage cutoff of
     some associations (SiteState.usage_cutoff), and for those (only) these charges stop
@@ -146,6 +148,8 @@ def association_usage(
     out = {}
     for assoc in state.all_associations():
         key = (assoc.username, assoc.bank)
+        if only is not None and key not in only:
+            continue
         periods = {p: math.fsum(v) for p, v in per_assoc[key].items()} if key in per_assoc else {}
         bins = usage_bins(periods, current, params)
         out[key] = AssociationUsage(usage=decay_bins(bins, params), bins=bins)

@@ -116,8 +116,9 @@ class _Folder:
         self.site_version = site_version
         self.touched = Touched()
         self.log_rows: list[tuple[int, float, str, int]] = []
-        # An update-usage whose columns are not written yet: the next event decides (see apply).
-        self.pending_usage: float | None = None
+        # An update-usage whose columns are not written yet, (time, position): the next event
+        # decides (see apply).
+        self.pending_usage: tuple[float, int] | None = None
         # The checkpoint this fold wrote last: a rebuild need not read each one back.
         self.last_checkpoint: checkpoints.Written | None = None
 
@@ -128,8 +129,17 @@ class _Folder:
     def _write_pending_usage(self) -> None:
         if self.pending_usage is not None:
             self.flush()
-            usage_tables.write_usage(self.conn, self.state, self.pending_usage, fairshare=False)
+            at, position = self.pending_usage
+            usage_tables.write_usage(
+                self.conn, self.state, at, False, position, self._settled(position, at)
+            )
             self.pending_usage = None
+
+    def _settled(self, position: int, at: float) -> int | None:
+        """usage_tables.settled_position, unless this fold sets that update aside: then it
+        wrote nothing."""
+        since = usage_tables.settled_position(self.conn, self.state, position, at)
+        return None if since is None or self.neutralized.skips(since) else since
 
     def flush(self) -> None:
         write_touched(self.conn, self.state, self.touched)
@@ -171,11 +181,13 @@ class _Folder:
             self.flush()
             usage_tables.clear_association_values(self.conn, self.state, event.associations)
         elif isinstance(event, ev.UsageUpdated):
-            self.pending_usage = event.timestamp.timestamp()
+            self.pending_usage = (event.timestamp.timestamp(), position)
         elif isinstance(event, ev.FairshareUpdated):
             self.flush()
             at = event.timestamp.timestamp()
-            usage, ranking = usage_tables.write_usage(self.conn, self.state, at, fairshare=True)
+            usage, ranking = usage_tables.write_usage(
+                self.conn, self.state, at, True, position, self._settled(position, at)
+            )
             self.last_checkpoint = checkpoints.write(
                 self.conn, self.state, position, usage, ranking, self.last_checkpoint
             )

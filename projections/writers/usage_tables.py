@@ -23,6 +23,7 @@ from ledger.bounds import CHARGE_UNITS
 from ledger.fairshare import Ranking
 from ledger.fairshare_in_force import NEW_ASSOCIATION_FAIRSHARE, shown_after_walk
 from ledger.site_usage import (
+    AssociationResolver,
     AssociationUsage,
     AssocKey,
     BalanceEntry,
@@ -303,18 +304,29 @@ _BALANCE_AS_JOBS = (
 
 @dataclass(frozen=True)
 class Who:
-    """Only the job identities that can name one user: its username, or no username and one
-    of the userids its associations hold (a superset of those that resolve to it)."""
+    """Only the job identities that can name some users: one of their usernames, or no
+    username and one of the userids their associations hold (a superset of those that resolve
+    to them)."""
 
-    username: str
+    usernames: tuple[str, ...]
     userids: tuple[int, ...]
 
-    def clause(self) -> tuple[str, list[Any]]:
+    def clause(self, in_totals: bool = False) -> tuple[str, list[Any]]:
+        """The SQL condition and its values, over the jobs (a missing username is NULL) or
+        over period_totals (`in_totals`: it is '')."""
+        names = ", ".join("?" * len(self.usernames)) or "NULL"
         marks = ", ".join("?" * len(self.userids)) or "NULL"
+        missing = "= ''" if in_totals else "IS NULL"
         return (
-            f" AND (username = ? OR (username IS NULL AND userid IN ({marks})))",
-            [self.username, *self.userids],
+            f" AND (username IN ({names}) OR (username {missing} AND userid IN ({marks})))",
+            [*self.usernames, *self.userids],
         )
+
+
+def _who(state: SiteState, usernames: Iterable[str]) -> Who:
+    names = tuple(usernames)
+    userids = {a.userid for name in names for a in state.associations.get(name, {}).values()}
+    return Who(names, tuple(sorted(userids)))
 
 
 def _job_totals(
@@ -518,8 +530,7 @@ def association_usage_at(
     user's, by name or userid) instead of the whole site's totals."""
     if state.usage_model == CONTINUOUS:
         return continuous_usage_at(conn, state, at, max_position)[key]
-    userids = tuple(sorted({a.userid for a in state.associations.get(key[0], {}).values()}))
-    who = Who(key[0], userids)
+    who = _who(state, [key[0]])
     first, last = window(state, at)
     totals = _job_totals(conn, state, first, last, max_position, None, periods_current, who)
     assoc = state.association(*key)
@@ -528,19 +539,128 @@ def association_usage_at(
     return association_usage(state, totals, at, cleared)[key]
 
 
+# Users per statement when usage is recomputed for some of them: their names and userids are
+# its values, which both stores bound (SQLite at 32,766).
+USERS_PER_QUERY = 1000
+
+
+def settled_position(conn: Connection, state: SiteState, position: int, at: float) -> int | None:
+    """The log position up to which the stored usage columns already hold every job, when
+    nothing but jobs changed them since: the last usage update written before the update at
+    `position` (at time `at`), in the same period, with no site event (a new association, a
+    clear-usage, a config change, an opening balance...) between them. None: recompute all.
+
+    An update followed at once by another (cron's update-usage, update-fshare) is not written
+    (runner._Folder.apply), so the mark is the last update before the latest event that is not
+    an update: the last of a run of updates is always written. The caller rules out a mark the
+    log sets aside (neutralized). Under the continuous model every job decays at its own rate,
+    so usage is always recomputed whole."""
+    if state.usage_model == CONTINUOUS:
+        return None
+    other = conn.query(
+        "SELECT position FROM log_index WHERE position < ? "
+        "AND kind NOT IN ('usage', 'fairshare') ORDER BY position DESC LIMIT 1",
+        (position,),
+    )
+    if not other:
+        return None
+    marks = conn.query(
+        "SELECT position, at FROM log_index WHERE position < ? "
+        "AND kind IN ('usage', 'fairshare') ORDER BY position DESC LIMIT 1",
+        (int(other[0]["position"]),),
+    )
+    if not marks:
+        return None
+    mark = int(marks[0]["position"])
+    params = usage_params(state)
+    if period_of(float(marks[0]["at"]), params) != period_of(at, params):
+        return None  # a period boundary: every association's bins moved
+    changed = conn.query(
+        "SELECT position FROM log_index WHERE position > ? AND position < ? "
+        "AND kind IN ('site', 'balance') LIMIT 1",
+        (mark, position),
+    )
+    return None if changed else mark
+
+
+def _touched_users(conn: Connection, state: SiteState, since: int, position: int) -> set[str]:
+    """The users of the jobs recorded after `since` and before `position`."""
+    resolver = AssociationResolver(state)
+    users = set()
+    for r in conn.query(
+        "SELECT DISTINCT userid, username, bank FROM jobs WHERE position > ? AND position < ?",
+        (since, position),
+    ):
+        key = resolver.resolve_cached(r["userid"], r["username"], r["bank"])
+        if key is not None:
+            users.add(key[0])
+    return users
+
+
+def _users_usage(
+    conn: Connection, state: SiteState, at: float, users: set[str]
+) -> dict[AssocKey, AssociationUsage]:
+    """usage_at(...) of every association of `users` only, from their period totals."""
+    first, last = window(state, at)
+    names = sorted(users)
+    mine = [a for name in names for a in state.associations.get(name, {}).values()]
+    start = period_start(first, usage_params(state))
+    any_cutoff = any(state.usage_cutoff(a) >= start for a in mine)
+    totals: list[PeriodTotal] = []
+    cleared: dict[float, list[PeriodTotal]] = defaultdict(list)
+    for n in range(0, len(names), USERS_PER_QUERY):
+        who = _who(state, names[n : n + USERS_PER_QUERY])
+        clause, values = who.clause(in_totals=True)
+        totals += _as_totals(
+            conn.query(
+                "SELECT userid, username, bank, period, charge_units FROM period_totals "
+                f"WHERE period >= ? AND period <= ?{clause}",
+                [first, last, *values],
+            )
+        )
+        if any_cutoff:
+            part = [a for name in who.usernames for a in state.associations[name].values()]
+            for cutoff, dropped in _cleared_totals(
+                conn, state, part, first, last, None, True, who
+            ).items():
+                cleared[cutoff] += dropped
+    keys = {(a.username, a.bank) for a in mine}
+    return association_usage(state, totals, at, cleared, only=keys)
+
+
 def write_usage(
-    conn: Connection, state: SiteState, at: float, fairshare: bool
+    conn: Connection,
+    state: SiteState,
+    at: float,
+    fairshare: bool,
+    position: int | None = None,
+    since: int | None = None,
 ) -> tuple[dict[AssocKey, AssociationUsage], Ranking]:
     """Bring job_usage (and with `fairshare`, the fair-share) columns to their values at `at`:
-    what update-usage / update-fshare recorded. Returns the usage and the walk (no ranks
-    without `fairshare`)."""
-    usage = usage_at(conn, state, at)
-    ranking = site_ranking(state, usage) if fairshare else Ranking({}, 0)
-    shares = ranking.fairshare()
+    what update-usage / update-fshare recorded at log position `position`. Returns the usage
+    and the walk (no ranks without `fairshare`).
+
+    `since` (settled_position): the columns already hold every job up to that position and
+    nothing else changed, so only the associations of the users with jobs recorded after it
+    are recomputed from their period totals; every other keeps its stored usage (and its bins,
+    left out of the returned usage). The numbers are those a whole recomputation gives."""
     current = {
         (r["username"], r["bank"]): r
         for r in conn.query("SELECT username, bank, job_usage, fairshare FROM association_table")
     }
+    recomputed: set[AssocKey] | None = None
+    if since is not None and position is not None:
+        keys = [(a.username, a.bank) for a in state.all_associations()]
+        if all(key in current for key in keys):
+            users = _touched_users(conn, state, since, position)
+            usage = {key: AssociationUsage(float(current[key]["job_usage"]), []) for key in keys}
+            fresh = _users_usage(conn, state, at, users)
+            usage.update(fresh)
+            recomputed = set(fresh)
+    if recomputed is None:
+        usage = usage_at(conn, state, at)
+    ranking = site_ranking(state, usage) if fairshare else Ranking({}, 0)
+    shares = ranking.fairshare()
     updates = []
     for key, value in usage.items():
         row = current.get(key)
@@ -556,19 +676,26 @@ def write_usage(
         "UPDATE bank_table SET job_usage = ? WHERE bank = ?",
         [(value, name) for name, value in banks.items()],
     )
-    _write_bins(conn, usage, at)
+    _write_bins(conn, usage, at, recomputed)
     return usage, ranking
 
 
 def _write_bins(
-    conn: Connection, usage: dict[tuple[str, str], AssociationUsage], at: float
+    conn: Connection,
+    usage: dict[tuple[str, str], AssociationUsage],
+    at: float,
+    only: set[AssocKey] | None = None,
 ) -> None:
+    """Every association's bins as `usage` holds them; with `only`, the bins of those
+    associations alone are new (the others' are kept)."""
     stored = {
         (r["username"], r["bank"]): r["bins"]
         for r in conn.query("SELECT username, bank, bins FROM job_usage_bins")
     }
-    fresh = {key: json.dumps(value.bins) for key, value in usage.items()}
-    gone = [key for key in stored if key not in fresh]
+    fresh = {
+        key: json.dumps(value.bins) for key, value in usage.items() if only is None or key in only
+    }
+    gone = [key for key in stored if key not in usage]
     conn.executemany("DELETE FROM job_usage_bins WHERE username = ? AND bank = ?", gone)
     conn.executemany(
         "DELETE FROM job_usage_bins WHERE username = ? AND bank = ?",
