@@ -200,11 +200,28 @@ def entries(
 
 @dataclass(frozen=True)
 class Written:
-    """A checkpoint just written: its mark and its entries (as read() would give them)."""
+    """A checkpoint written (or read back): its mark and its entries (as read() gives them)."""
 
     base: int
     chain_rows: int
     entries: dict[AssocKey, Entry]
+    position: int
+
+    def ranking(self) -> Ranking:
+        """The walk's ranks as this checkpoint keeps them: the ranking the walk at `position`
+        gave (the weighted walk's; a Slurm algorithm's values are not kept whole here)."""
+        ranks = {key: e.rank for key, e in self.entries.items() if e.rank is not None}
+        ranked_of = next((e.ranked_of for e in self.entries.values() if e.ranked), 0)
+        return Ranking(ranks, ranked_of)
+
+
+def latest_before(conn: Connection, position: int) -> Written | None:
+    """The last checkpoint before `position`, read back (None: there is none)."""
+    before = previous_position(conn, position)
+    mark = _mark(conn, before) if before is not None else None
+    if before is None or mark is None:
+        return None
+    return Written(mark[0], mark[1], read(conn, before), before)
 
 
 def _storable(entry: Entry) -> Entry:
@@ -238,11 +255,8 @@ def write(
     when the changes since the last would outnumber it, so reading any checkpoint reads at
     most about twice the site's associations."""
     if last is None:
-        before = previous_position(conn, position)
-        mark = _mark(conn, before) if before is not None else None
-        previous = read(conn, before) if before is not None else {}
-    else:
-        mark, previous = (last.base, last.chain_rows), last.entries
+        last = latest_before(conn, position)
+    mark, previous = ((last.base, last.chain_rows), last.entries) if last else (None, {})
     walked = entries(state, position, usage, ranking, previous)
     now = {key: _storable(e) for key, e in walked.items()}
     before_rows = {key: _storable(e) for key, e in previous.items()}
@@ -280,4 +294,4 @@ def write(
         "INSERT INTO fairshare_checkpoint_marks (position, base, chain_rows) VALUES (?, ?, ?)",
         (position, base, chain),
     )
-    return Written(base, chain, walked)
+    return Written(base, chain, walked, position)

@@ -16,10 +16,12 @@ from typing import Any
 from ledger import events as ev
 from ledger import import_events as iev
 from ledger.errors import Unprojectable
+from ledger.fairshare import Ranking
 from ledger.joblog import JobLog
 from ledger.neutralizations import Neutralizations, in_log
 from ledger.reducers import Touched, fold
 from ledger.site import SITE_ID
+from ledger.site_usage import AssociationUsage, AssocKey
 from ledger.state import SiteState
 from ledger.store import log_tables
 from ledger.store.application import Ledger, _first_line, unprojectable_errors
@@ -135,6 +137,16 @@ class _Folder:
             )
             self.pending_usage = None
 
+    def _walk(self, mark: int, usage: dict[AssocKey, AssociationUsage]) -> Ranking | None:
+        """The walk of the checkpoint at `mark` if it is the last one and ranked this very
+        usage (usage_tables.write_usage asks when no site event came since)."""
+        last = self.last_checkpoint
+        if last is None or last.position != mark or last.entries.keys() != usage.keys():
+            return None
+        if any(e.job_usage != usage[key].usage for key, e in last.entries.items()):
+            return None
+        return last.ranking()
+
     def _settled(self, position: int, at: float) -> int | None:
         """usage_tables.settled_position, unless this fold sets that update aside: then it
         wrote nothing."""
@@ -185,8 +197,10 @@ class _Folder:
         elif isinstance(event, ev.FairshareUpdated):
             self.flush()
             at = event.timestamp.timestamp()
+            if self.last_checkpoint is None:  # the first of this fold: read back once
+                self.last_checkpoint = checkpoints.latest_before(self.conn, position)
             usage, ranking = usage_tables.write_usage(
-                self.conn, self.state, at, True, position, self._settled(position, at)
+                self.conn, self.state, at, True, position, self._settled(position, at), self._walk
             )
             self.last_checkpoint = checkpoints.write(
                 self.conn, self.state, position, usage, ranking, self.last_checkpoint

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,7 +37,7 @@ from ledger.site_usage import (
     usage_params,
     window,
 )
-from ledger.state import CONTINUOUS, Association, SiteState
+from ledger.state import CONTINUOUS, WEIGHTED_WALK, Association, SiteState
 from ledger.store.connections import Connection
 from ledger.usage import UsageParams, period_of, period_start
 
@@ -550,30 +550,42 @@ def settled_position(conn: Connection, state: SiteState, position: int, at: floa
     `position` (at time `at`), in the same period, with no site event (a new association, a
     clear-usage, a config change, an opening balance...) between them. None: recompute all.
 
-    An update followed at once by another (cron's update-usage, update-fshare) is not written
-    (runner._Folder.apply), so the mark is the last update before the latest event that is not
-    an update: the last of a run of updates is always written. The caller rules out a mark the
-    log sets aside (neutralized). Under the continuous model every job decays at its own rate,
-    so usage is always recomputed whole."""
+    Every update-fshare is written; an update-usage followed at once by another update (cron's
+    pair) is not (runner._Folder.apply), so only one followed by another event counts. Log
+    times only grow, so the columns (whichever update between the mark and `position` wrote
+    them last) are of the same period as the mark. The caller rules out a mark the log sets
+    aside (neutralized). Under the continuous model every job decays at its own rate, so usage
+    is always recomputed whole."""
     if state.usage_model == CONTINUOUS:
         return None
+    candidates = [
+        int(r["position"])
+        for r in conn.query(
+            "SELECT position FROM log_index WHERE position < ? AND kind = 'fairshare' "
+            "ORDER BY position DESC LIMIT 1",
+            (position,),
+        )
+    ]
     other = conn.query(
         "SELECT position FROM log_index WHERE position < ? "
         "AND kind NOT IN ('usage', 'fairshare') ORDER BY position DESC LIMIT 1",
         (position,),
     )
-    if not other:
+    if other:
+        candidates += [
+            int(r["position"])
+            for r in conn.query(
+                "SELECT position FROM log_index WHERE position < ? "
+                "AND kind IN ('usage', 'fairshare') ORDER BY position DESC LIMIT 1",
+                (int(other[0]["position"]),),
+            )
+        ]
+    if not candidates:
         return None
-    marks = conn.query(
-        "SELECT position, at FROM log_index WHERE position < ? "
-        "AND kind IN ('usage', 'fairshare') ORDER BY position DESC LIMIT 1",
-        (int(other[0]["position"]),),
-    )
-    if not marks:
-        return None
-    mark = int(marks[0]["position"])
+    mark = max(candidates)
     params = usage_params(state)
-    if period_of(float(marks[0]["at"]), params) != period_of(at, params):
+    mark_at = conn.query("SELECT at FROM log_index WHERE position = ?", (mark,))[0]["at"]
+    if period_of(float(mark_at), params) != period_of(at, params):
         return None  # a period boundary: every association's bins moved
     changed = conn.query(
         "SELECT position FROM log_index WHERE position > ? AND position < ? "
@@ -635,6 +647,7 @@ def write_usage(
     fairshare: bool,
     position: int | None = None,
     since: int | None = None,
+    walked: Callable[[int, dict[AssocKey, AssociationUsage]], Ranking | None] | None = None,
 ) -> tuple[dict[AssocKey, AssociationUsage], Ranking]:
     """Bring job_usage (and with `fairshare`, the fair-share) columns to their values at `at`:
     what update-usage / update-fshare recorded at log position `position`. Returns the usage
@@ -643,7 +656,10 @@ def write_usage(
     `since` (settled_position): the columns already hold every job up to that position and
     nothing else changed, so only the associations of the users with jobs recorded after it
     are recomputed from their period totals; every other keeps its stored usage (and its bins,
-    left out of the returned usage). The numbers are those a whole recomputation gives."""
+    left out of the returned usage). The numbers are those a whole recomputation gives. The
+    weighted walk is the one `walked(since, usage)` gives, if it gives one (the walk of that
+    update, when it ranked this very usage: the same tree over the same usage ranks the same;
+    a Slurm algorithm's values are always recomputed)."""
     current = {
         (r["username"], r["bank"]): r
         for r in conn.query("SELECT username, bank, job_usage, fairshare FROM association_table")
@@ -659,7 +675,12 @@ def write_usage(
             recomputed = set(fresh)
     if recomputed is None:
         usage = usage_at(conn, state, at)
-    ranking = site_ranking(state, usage) if fairshare else Ranking({}, 0)
+    ranking = Ranking({}, 0)
+    if fairshare:
+        kept = None
+        if recomputed is not None and since is not None and walked is not None:
+            kept = walked(since, usage) if state.fairshare_algorithm == WEIGHTED_WALK else None
+        ranking = kept if kept is not None else site_ranking(state, usage)
     shares = ranking.fairshare()
     updates = []
     for key, value in usage.items():
