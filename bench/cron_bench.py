@@ -70,9 +70,7 @@ def _cell(inside: float, cli_wall: float, target: float) -> Cell:
     return f"{inside:.2f} s ({cli_wall:.2f} s)", inside <= target
 
 
-def measure(
-    cli: Runs, url: str, spec: SiteSpec, first_id: int, now: float
-) -> dict[str, Cell]:
+def measure(cli: Runs, url: str, spec: SiteSpec, first_id: int, now: float) -> dict[str, Cell]:
     """The rows, on the ledger at `url` whose newest event is before `now`: `first_id` is the
     first job ID not used yet. Each step runs an hour of the ledger's time after the last."""
     cells: dict[str, Cell] = {}
