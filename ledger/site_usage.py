@@ -10,12 +10,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ledger.continuous_usage import (
-    Charge,
     DecayParams,
     ResetPeriod,
-    charge_usage,
     decay_weight,
     last_reset,
+    span_usage,
 )
 from ledger.errors import InvalidValue
 from ledger.fairshare import BankNode, Ranking, UserLeaf, rank_associations
@@ -221,6 +220,10 @@ class JobSpan(NamedTuple):
     t_inactive: float
 
 
+# A JobSpan's fields as a plain row: a store's million rows need not become named tuples.
+JobSpanTuple = tuple[int | None, str | None, str | None, float, float, float]
+
+
 class BalanceEntry(NamedTuple):
     """An opening balance's entry: raw usage (billing-seconds) of an association at `at`."""
 
@@ -243,7 +246,7 @@ def decay_params(state: SiteState) -> DecayParams:
 
 
 def continuous_usage(
-    state: SiteState, jobs: Iterable[JobSpan], balances: Iterable[BalanceEntry], at: float
+    state: SiteState, jobs: Iterable[JobSpanTuple], balances: Iterable[BalanceEntry], at: float
 ) -> dict[AssocKey, AssociationUsage]:
     """Every association's raw usage at `at` under the continuous model (design §7):
     Σ billing · hl/ln2 · (2^(−(T−t_end)/hl) − 2^(−(T−t_start)/hl)) over its jobs' time after the
@@ -263,14 +266,17 @@ def continuous_usage(
         if boundary is None or entry.at >= boundary:
             parts[key].append(entry.raw_usage * decay_weight(at - entry.at, params.half_life))
     cutoffs = {(a.username, a.bank): state.usage_cutoff(a) for a in state.all_associations()}
-    resolver = AssociationResolver(state)
-    for job in jobs:
-        found = resolver.resolve_cached(job.userid, job.username, job.bank)
-        if found is None or job.t_inactive <= cutoffs[found]:
+    resolve = AssociationResolver(state).resolve_cached
+    half_life = params.half_life
+    for userid, username, bank, billing, t_run, t_inactive in jobs:
+        found = resolve(userid, username, bank)
+        if found is None or t_inactive <= cutoffs[found]:
             continue
-        since = max((t for t in (boundary, opened.get(found)) if t is not None), default=None)
-        charge = Charge(job.billing, job.t_run, job.t_inactive)
-        parts[found].append(charge_usage(charge, at, params.half_life, since))
+        balance = opened.get(found)
+        since = (
+            boundary if balance is None else balance if boundary is None else max(boundary, balance)
+        )
+        parts[found].append(span_usage(billing, t_run, t_inactive, at, half_life, since))
     return {
         (a.username, a.bank): AssociationUsage(
             usage=math.fsum(parts.get((a.username, a.bank), [])), bins=[]

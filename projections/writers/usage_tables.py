@@ -27,7 +27,7 @@ from ledger.site_usage import (
     AssociationUsage,
     AssocKey,
     BalanceEntry,
-    JobSpan,
+    JobSpanTuple,
     PeriodTotal,
     association_usage,
     bank_usage,
@@ -477,14 +477,12 @@ def continuous_usage_at(
     (`in_balance`) is left out, as under the periods model."""
     upto = "" if max_position is None else " AND position <= ?"
     args: tuple[Any, ...] = (at,) if max_position is None else (at, max_position)
-    jobs = [
-        JobSpan(r["userid"], r["username"], r["bank"], r["billing"], r["t_run"], r["t_inactive"])
-        for r in conn.query(
-            "SELECT userid, username, bank, billing, t_run, t_inactive FROM jobs "
-            f"WHERE in_balance = 0 AND t_run < ?{upto}",
-            args,
-        )
-    ]
+    # Plain rows in JobSpan's order: a Slurm site's update reads every job recorded.
+    jobs: list[JobSpanTuple] = conn.execute(
+        "SELECT userid, username, bank, billing, t_run, t_inactive FROM jobs "
+        f"WHERE in_balance = 0 AND t_run < ?{upto}",
+        args,
+    ).fetchall()
     where = "" if max_position is None else " WHERE position <= ?"
     balances = [
         BalanceEntry(r["username"], r["bank"], float(r["at"]), r["charge_units"] / CHARGE_UNITS)
