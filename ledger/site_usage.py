@@ -155,6 +155,38 @@ def association_usage(
     return out
 
 
+def rebinned_usage(
+    state: SiteState,
+    totals: Iterable[PeriodTotal],
+    at: float,
+    kept: Mapping[AssocKey, list[float]],
+    periods: set[int],
+) -> dict[AssocKey, AssociationUsage]:
+    """association_usage(...) of the associations in `kept` (their bins at `at` as last
+    computed, in the same period) whose totals changed only in `periods`: those bins are summed
+    anew from `totals` (which must hold every total of those periods that can resolve to them),
+    the others kept. The same numbers: each bin is its period's correctly rounded sum either
+    way. No usage cutoff may fall in the window (association_usage takes those charges out)."""
+    params = usage_params(state)
+    current = period_of(at, params)
+    resolver = AssociationResolver(state)
+    per_assoc: dict[AssocKey, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for total in totals:
+        key = resolver.resolve_cached(total.userid, total.username, total.bank)
+        if key is not None and key in kept and total.period in periods:
+            per_assoc[key][total.period].append(total.charge)
+    out = {}
+    for key, old in kept.items():
+        bins = list(old)
+        charges = per_assoc.get(key, {})
+        for period in periods:
+            age = current - period
+            if 0 <= age < len(bins):
+                bins[age] = math.fsum(charges.get(period, []))
+        out[key] = AssociationUsage(usage=decay_bins(bins, params), bins=bins)
+    return out
+
+
 def bank_usage(state: SiteState, usage: dict[AssocKey, AssociationUsage]) -> dict[str, float]:
     """Each bank's usage: the sum over the active associations below it."""
     totals: dict[str, list[float]] = defaultdict(list)

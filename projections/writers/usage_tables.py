@@ -32,6 +32,7 @@ from ledger.site_usage import (
     association_usage,
     bank_usage,
     continuous_usage,
+    rebinned_usage,
     record_billing,
     site_ranking,
     usage_params,
@@ -593,29 +594,49 @@ def settled_position(conn: Connection, state: SiteState, position: int, at: floa
     return None if changed else mark
 
 
-def _touched_users(conn: Connection, state: SiteState, since: int, position: int) -> set[str]:
-    """The users of the jobs recorded after `since` and before `position`."""
+def _touched(
+    conn: Connection, state: SiteState, since: int, position: int
+) -> tuple[set[str], set[int]]:
+    """The users of the jobs recorded after `since` and before `position`, and the periods
+    those jobs ended in."""
     resolver = AssociationResolver(state)
-    users = set()
+    users, periods = set(), set()
     for r in conn.query(
-        "SELECT DISTINCT userid, username, bank FROM jobs WHERE position > ? AND position < ?",
+        "SELECT DISTINCT userid, username, bank, period FROM jobs "
+        "WHERE position > ? AND position < ?",
         (since, position),
     ):
         key = resolver.resolve_cached(r["userid"], r["username"], r["bank"])
         if key is not None:
             users.add(key[0])
-    return users
+            periods.add(int(r["period"]))
+    return users, periods
 
 
 def _users_usage(
-    conn: Connection, state: SiteState, at: float, users: set[str]
+    conn: Connection,
+    state: SiteState,
+    at: float,
+    users: set[str],
+    periods: set[int],
+    stored_bins: dict[AssocKey, str],
 ) -> dict[AssocKey, AssociationUsage]:
-    """usage_at(...) of every association of `users` only, from their period totals."""
+    """usage_at(...) of every association of `users` only, whose totals changed only in
+    `periods`: those periods' bins from their period totals, the others' as stored (or every
+    bin from the totals, where an association's jobs stop counting at a cutoff in the window,
+    or its bins are not stored)."""
     first, last = window(state, at)
     names = sorted(users)
     mine = [a for name in names for a in state.associations.get(name, {}).values()]
+    keys = {(a.username, a.bank) for a in mine}
     start = period_start(first, usage_params(state))
-    any_cutoff = any(state.usage_cutoff(a) >= start for a in mine)
+    rebin = all(key in stored_bins for key in keys) and not any(
+        state.usage_cutoff(a) >= start for a in mine
+    )
+    changed = sorted(p for p in periods if first <= p <= last) if rebin else []
+    if rebin and not changed:  # only periods out of the window: nothing that counts moved
+        return {}
+    in_periods = f" AND period IN ({', '.join('?' * len(changed))})" if rebin else ""
     totals: list[PeriodTotal] = []
     cleared: dict[float, list[PeriodTotal]] = defaultdict(list)
     for n in range(0, len(names), USERS_PER_QUERY):
@@ -624,17 +645,19 @@ def _users_usage(
         totals += _as_totals(
             conn.query(
                 "SELECT userid, username, bank, period, charge_units FROM period_totals "
-                f"WHERE period >= ? AND period <= ?{clause}",
-                [first, last, *values],
+                f"WHERE period >= ? AND period <= ?{in_periods}{clause}",
+                [first, last, *changed, *values],
             )
         )
-        if any_cutoff:
+        if not rebin:
             part = [a for name in who.usernames for a in state.associations[name].values()]
             for cutoff, dropped in _cleared_totals(
                 conn, state, part, first, last, None, True, who
             ).items():
                 cleared[cutoff] += dropped
-    keys = {(a.username, a.bank) for a in mine}
+    if rebin:
+        kept = {key: json.loads(stored_bins[key]) for key in keys}
+        return rebinned_usage(state, totals, at, kept, set(changed))
     return association_usage(state, totals, at, cleared, only=keys)
 
 
@@ -662,13 +685,17 @@ def write_usage(
         (r["username"], r["bank"]): r
         for r in conn.query("SELECT username, bank, job_usage, fairshare FROM association_table")
     }
+    stored_bins = {
+        (r["username"], r["bank"]): r["bins"]
+        for r in conn.query("SELECT username, bank, bins FROM job_usage_bins")
+    }
     recomputed: set[AssocKey] | None = None
     if since is not None and position is not None:
         keys = [(a.username, a.bank) for a in state.all_associations()]
         if all(key in current for key in keys):
-            users = _touched_users(conn, state, since, position)
+            users, periods = _touched(conn, state, since, position)
             usage = {key: AssociationUsage(float(current[key]["job_usage"]), []) for key in keys}
-            fresh = _users_usage(conn, state, at, users)
+            fresh = _users_usage(conn, state, at, users, periods, stored_bins)
             usage.update(fresh)
             recomputed = set(fresh)
     if recomputed is None:
@@ -695,7 +722,7 @@ def write_usage(
         "UPDATE bank_table SET job_usage = ? WHERE bank = ?",
         [(value, name) for name, value in banks.items()],
     )
-    _write_bins(conn, usage, at, recomputed)
+    _write_bins(conn, usage, at, recomputed, stored_bins)
     return usage, ranking
 
 
@@ -704,13 +731,15 @@ def _write_bins(
     usage: dict[tuple[str, str], AssociationUsage],
     at: float,
     only: set[AssocKey] | None = None,
+    stored: dict[AssocKey, str] | None = None,
 ) -> None:
     """Every association's bins as `usage` holds them; with `only`, the bins of those
-    associations alone are new (the others' are kept)."""
-    stored = {
-        (r["username"], r["bank"]): r["bins"]
-        for r in conn.query("SELECT username, bank, bins FROM job_usage_bins")
-    }
+    associations alone are new (the others' are kept). `stored`: the table's bins, if read."""
+    if stored is None:
+        stored = {
+            (r["username"], r["bank"]): r["bins"]
+            for r in conn.query("SELECT username, bank, bins FROM job_usage_bins")
+        }
     fresh = {
         key: json.dumps(value.bins) for key, value in usage.items() if only is None or key in only
     }
