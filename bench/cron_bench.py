@@ -59,6 +59,9 @@ def timed(url: str, now: float, work: Callable[[Session], object]) -> float:
     import ledger.store.application  # noqa: F401
     import projections.writers.runner  # noqa: F401
 
+    if url.startswith("postgresql"):
+        import psycopg  # noqa: F401
+
     started = time.perf_counter()
     s = Session(url, f"{now:.3f}")
     try:
