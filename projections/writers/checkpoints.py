@@ -268,10 +268,8 @@ def write(
         gone = []
     else:
         rows, base, chain = changed, mark[0], mark[1] + delta
-    conn.executemany(
-        "INSERT INTO fairshare_checkpoints (position, username, bank, creation_time, active, "
-        "fairshare, source, job_usage, rank, ranked_of, gone) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    _insert(
+        conn,
         [
             (
                 position,
@@ -295,3 +293,43 @@ def write(
         (position, base, chain),
     )
     return Written(base, chain, walked, position)
+
+
+_ROW_COLUMNS = (
+    "position, username, bank, creation_time, active, fairshare, source, job_usage, rank, "
+    "ranked_of, gone"
+)
+# The PostgreSQL array type of each of _ROW_COLUMNS.
+_ARRAY_TYPES = (
+    "int8[]",
+    "text[]",
+    "text[]",
+    "float8[]",
+    "int4[]",
+    "float8[]",
+    "int8[]",
+    "float8[]",
+    "int8[]",
+    "int8[]",
+    "int4[]",
+)
+
+
+def _insert(conn: Connection, rows: list[tuple[Any, ...]]) -> None:
+    """The checkpoint's rows: on PostgreSQL one INSERT over arrays, where executemany sent one
+    per row (a cycle whose walk moved most ranks writes a row per association); SQLite runs in
+    process, where executemany is the fast way."""
+    if not rows:
+        return
+    if not conn.config.is_postgres:
+        conn.executemany(
+            f"INSERT INTO fairshare_checkpoints ({_ROW_COLUMNS}) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            rows,
+        )
+        return
+    arrays = ", ".join(f"CAST(? AS {t})" for t in _ARRAY_TYPES)
+    conn.execute(
+        f"INSERT INTO fairshare_checkpoints ({_ROW_COLUMNS}) SELECT * FROM unnest({arrays})",
+        [list(values) for values in zip(*rows, strict=True)],
+    )
