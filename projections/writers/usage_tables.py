@@ -685,17 +685,17 @@ def write_usage(
         (r["username"], r["bank"]): r
         for r in conn.query("SELECT username, bank, job_usage, fairshare FROM association_table")
     }
-    stored_bins = {
-        (r["username"], r["bank"]): r["bins"]
-        for r in conn.query("SELECT username, bank, bins FROM job_usage_bins")
-    }
+    stored_bins: dict[AssocKey, str] | None = None
     recomputed: set[AssocKey] | None = None
     if since is not None and position is not None:
         keys = [(a.username, a.bank) for a in state.all_associations()]
         if all(key in current for key in keys):
             users, periods = _touched(conn, state, since, position)
             usage = {key: AssociationUsage(float(current[key]["job_usage"]), []) for key in keys}
-            fresh = _users_usage(conn, state, at, users, periods, stored_bins)
+            fresh = {}
+            if users:
+                stored_bins = _stored_bins(conn)
+                fresh = _users_usage(conn, state, at, users, periods, stored_bins)
             usage.update(fresh)
             recomputed = set(fresh)
     if recomputed is None:
@@ -714,10 +714,16 @@ def write_usage(
         if row is None or row["job_usage"] != value.usage or row["fairshare"] != new_share:
             updates.append((value.usage, new_share, key[0], key[1]))
     _update_by_association(conn, "association_table", ("job_usage", "fairshare"), updates)
-    banks = bank_usage(state, usage)
+    shown = {
+        r["bank"]: r["job_usage"] for r in conn.query("SELECT bank, job_usage FROM bank_table")
+    }
     conn.executemany(
         "UPDATE bank_table SET job_usage = ? WHERE bank = ?",
-        [(value, name) for name, value in banks.items()],
+        [
+            (value, name)
+            for name, value in bank_usage(state, usage).items()
+            if name in shown and shown[name] != value
+        ],
     )
     _write_bins(conn, usage, at, recomputed, stored_bins)
     return usage, ranking
@@ -751,6 +757,13 @@ def _update_by_association(
     )
 
 
+def _stored_bins(conn: Connection) -> dict[AssocKey, str]:
+    return {
+        (r["username"], r["bank"]): r["bins"]
+        for r in conn.query("SELECT username, bank, bins FROM job_usage_bins")
+    }
+
+
 def _write_bins(
     conn: Connection,
     usage: dict[tuple[str, str], AssociationUsage],
@@ -760,11 +773,11 @@ def _write_bins(
 ) -> None:
     """Every association's bins as `usage` holds them; with `only`, the bins of those
     associations alone are new (the others' are kept). `stored`: the table's bins, if read."""
+    if only is not None and not only:
+        conn.execute("UPDATE job_usage_bins SET at = ?", (at,))
+        return
     if stored is None:
-        stored = {
-            (r["username"], r["bank"]): r["bins"]
-            for r in conn.query("SELECT username, bank, bins FROM job_usage_bins")
-        }
+        stored = _stored_bins(conn)
     fresh = {
         key: json.dumps(value.bins) for key, value in usage.items() if only is None or key in only
     }
