@@ -48,7 +48,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from bench import startup
+from bench import cron_bench, startup
 from bench.generate import (
     EPOCH,
     WEEK,
@@ -546,6 +546,10 @@ def measure_store(result: StoreResult, url: str, data: Data, cli: Cli) -> None:
         f"{sacct_rate:,.0f} jobs/s ({_secs(step.wall)}, 1 run)",
         sacct_rate >= INGEST_TARGET[result.store],
     )
+    result.current = "cron"  # last: its Fair Tree row switches the site's algorithm
+    first_id = data.n_jobs + data.n_extra + 1
+    for key, (text, ok) in cron_bench.measure(cli, url, data.spec, first_id, t_sacct).items():
+        result.add(key, text, ok)
     result.current = ""
 
 
@@ -649,6 +653,7 @@ def rows(n_jobs: int, n_assoc: int, n_extra: int) -> list[tuple[str, str, str]]:
             f"update-usage + update-fshare, +{n_extra:,} jobs",
             f"≤ {UPDATE_WARM_TARGET} s",
         ),
+        *cron_bench.rows(),
         ("rebuild", "rebuild (CLI wall)", f"≤ {REBUILD_TARGET:.0f} s"),
         ("rebuild-same", "rebuild reproduces usage + fair-share", "identical"),
         ("as-of", "view-bank root -t --as-of (3 past moments)", f"≤ {AS_OF_TARGET:.0f} s"),

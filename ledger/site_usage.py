@@ -10,12 +10,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ledger.continuous_usage import (
-    Charge,
     DecayParams,
     ResetPeriod,
-    charge_usage,
     decay_weight,
     last_reset,
+    span_usage,
 )
 from ledger.errors import InvalidValue
 from ledger.fairshare import BankNode, Ranking, UserLeaf, rank_associations
@@ -121,8 +120,10 @@ def association_usage(
     totals: Iterable[PeriodTotal],
     at: float,
     cleared: Mapping[float, Iterable[PeriodTotal]] | None = None,
+    only: set[AssocKey] | None = None,
 ) -> dict[AssocKey, AssociationUsage]:
-    """Decayed usage at `at` of every association (active or not).
+    """Decayed usage at `at` of every association (active or not), or of those in `only`
+    (then `totals` need hold only the totals that can resolve to them).
 
     `cleared[X]` holds the totals of jobs that ended at or before X: X is the usage cutoff of
     some associations (SiteState.usage_cutoff), and for those (only) these charges stop
@@ -146,8 +147,42 @@ def association_usage(
     out = {}
     for assoc in state.all_associations():
         key = (assoc.username, assoc.bank)
+        if only is not None and key not in only:
+            continue
         periods = {p: math.fsum(v) for p, v in per_assoc[key].items()} if key in per_assoc else {}
         bins = usage_bins(periods, current, params)
+        out[key] = AssociationUsage(usage=decay_bins(bins, params), bins=bins)
+    return out
+
+
+def rebinned_usage(
+    state: SiteState,
+    totals: Iterable[PeriodTotal],
+    at: float,
+    kept: Mapping[AssocKey, list[float]],
+    periods: set[int],
+) -> dict[AssocKey, AssociationUsage]:
+    """association_usage(...) of the associations in `kept` (their bins at `at` as last
+    computed, in the same period) whose totals changed only in `periods`: those bins are summed
+    anew from `totals` (which must hold every total of those periods that can resolve to them),
+    the others kept. The same numbers: each bin is its period's correctly rounded sum either
+    way. No usage cutoff may fall in the window (association_usage takes those charges out)."""
+    params = usage_params(state)
+    current = period_of(at, params)
+    resolver = AssociationResolver(state)
+    per_assoc: dict[AssocKey, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for total in totals:
+        key = resolver.resolve_cached(total.userid, total.username, total.bank)
+        if key is not None and key in kept and total.period in periods:
+            per_assoc[key][total.period].append(total.charge)
+    out = {}
+    for key, old in kept.items():
+        bins = list(old)
+        charges = per_assoc.get(key, {})
+        for period in periods:
+            age = current - period
+            if 0 <= age < len(bins):
+                bins[age] = math.fsum(charges.get(period, []))
         out[key] = AssociationUsage(usage=decay_bins(bins, params), bins=bins)
     return out
 
@@ -217,6 +252,10 @@ class JobSpan(NamedTuple):
     t_inactive: float
 
 
+# A JobSpan's fields as a plain row: a store's million rows need not become named tuples.
+JobSpanTuple = tuple[int | None, str | None, str | None, float, float, float]
+
+
 class BalanceEntry(NamedTuple):
     """An opening balance's entry: raw usage (billing-seconds) of an association at `at`."""
 
@@ -239,7 +278,7 @@ def decay_params(state: SiteState) -> DecayParams:
 
 
 def continuous_usage(
-    state: SiteState, jobs: Iterable[JobSpan], balances: Iterable[BalanceEntry], at: float
+    state: SiteState, jobs: Iterable[JobSpanTuple], balances: Iterable[BalanceEntry], at: float
 ) -> dict[AssocKey, AssociationUsage]:
     """Every association's raw usage at `at` under the continuous model (design §7):
     Σ billing · hl/ln2 · (2^(−(T−t_end)/hl) − 2^(−(T−t_start)/hl)) over its jobs' time after the
@@ -259,14 +298,17 @@ def continuous_usage(
         if boundary is None or entry.at >= boundary:
             parts[key].append(entry.raw_usage * decay_weight(at - entry.at, params.half_life))
     cutoffs = {(a.username, a.bank): state.usage_cutoff(a) for a in state.all_associations()}
-    resolver = AssociationResolver(state)
-    for job in jobs:
-        found = resolver.resolve_cached(job.userid, job.username, job.bank)
-        if found is None or job.t_inactive <= cutoffs[found]:
+    resolve = AssociationResolver(state).resolve_cached
+    half_life = params.half_life
+    for userid, username, bank, billing, t_run, t_inactive in jobs:
+        found = resolve(userid, username, bank)
+        if found is None or t_inactive <= cutoffs[found]:
             continue
-        since = max((t for t in (boundary, opened.get(found)) if t is not None), default=None)
-        charge = Charge(job.billing, job.t_run, job.t_inactive)
-        parts[found].append(charge_usage(charge, at, params.half_life, since))
+        balance = opened.get(found)
+        since = (
+            boundary if balance is None else balance if boundary is None else max(boundary, balance)
+        )
+        parts[found].append(span_usage(billing, t_run, t_inactive, at, half_life, since))
     return {
         (a.username, a.bank): AssociationUsage(
             usage=math.fsum(parts.get((a.username, a.bank), [])), bins=[]

@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING, Any
 
 from ledger.errors import InvalidValue
 from ledger.flux_accounting.payloads import strict_json
-from ledger.usecases.ingest import IngestNotes, IngestResult, ingest
 from ledger.usecases.priority import plugin_config
 from ledger.usecases.session import Session
 
 if TYPE_CHECKING:
     from ledger.site import Site, Stamp
+    from ledger.usecases.ingest import IngestNotes, IngestResult
 
 
 @dataclass(frozen=True)
@@ -59,6 +59,8 @@ def cron(
         _check_writable(export_json)  # refused before anything is recorded
     ingested = None
     if jobs is not None:
+        from ledger.usecases.ingest import ingest  # a cycle without jobs need not import it
+
         ingested = ingest(
             s, jobs.lines, jobs.name, jobs.fmt, jobs.skip_invalid, actor, reason, notes
         )

@@ -23,7 +23,6 @@ most about twice the site's associations.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -89,20 +88,21 @@ def _entry(r: dict[str, Any], position: int) -> Entry:
     """A stored row as the entry of the checkpoint at `position`. A ranked row stores no
     source: the walk that gave its value is the checkpoint's own (so an unchanged association
     needs no new row)."""
-    if r["rank"] is not None:
-        return dataclasses.replace(_stored_entry(r), source=position)
-    return _stored_entry(r)
-
-
-def _stored_entry(r: dict[str, Any]) -> Entry:
+    rank = r["rank"]
+    if rank is not None:
+        source: int | None = position
+    else:
+        source = None if r["source"] is None else int(r["source"])
+    # Built whole rather than through dataclasses.replace: a checkpoint reads up to twice the
+    # site's associations, and replace costs several times the construction.
     return Entry(
-        creation_time=float(r["creation_time"]),
-        active=bool(r["active"]),
-        fairshare=float(r["fairshare"]),
-        source=None if r["source"] is None else int(r["source"]),
-        job_usage=float(r["job_usage"]),
-        rank=None if r["rank"] is None else int(r["rank"]),
-        ranked_of=int(r["ranked_of"]),
+        float(r["creation_time"]),
+        bool(r["active"]),
+        float(r["fairshare"]),
+        source,
+        float(r["job_usage"]),
+        None if rank is None else int(rank),
+        int(r["ranked_of"]),
     )
 
 
@@ -200,16 +200,43 @@ def entries(
 
 @dataclass(frozen=True)
 class Written:
-    """A checkpoint just written: its mark and its entries (as read() would give them)."""
+    """A checkpoint written (or read back): its mark and its entries (as read() gives them)."""
 
     base: int
     chain_rows: int
     entries: dict[AssocKey, Entry]
+    position: int
+
+    def ranking(self) -> Ranking:
+        """The walk's ranks as this checkpoint keeps them: the ranking the walk at `position`
+        gave (the weighted walk's; a Slurm algorithm's values are not kept whole here)."""
+        ranks = {key: e.rank for key, e in self.entries.items() if e.rank is not None}
+        ranked_of = next((e.ranked_of for e in self.entries.values() if e.ranked), 0)
+        return Ranking(ranks, ranked_of)
+
+
+def latest_before(conn: Connection, position: int) -> Written | None:
+    """The last checkpoint before `position`, read back (None: there is none)."""
+    before = previous_position(conn, position)
+    mark = _mark(conn, before) if before is not None else None
+    if before is None or mark is None:
+        return None
+    return Written(mark[0], mark[1], read(conn, before), before)
 
 
 def _storable(entry: Entry) -> Entry:
     """The entry as stored: a ranked one without its source (see _entry)."""
-    return dataclasses.replace(entry, source=None) if entry.ranked else entry
+    if not entry.ranked or entry.source is None:
+        return entry
+    return Entry(
+        entry.creation_time,
+        entry.active,
+        entry.fairshare,
+        None,
+        entry.job_usage,
+        entry.rank,
+        entry.ranked_of,
+    )
 
 
 def write(
@@ -228,11 +255,8 @@ def write(
     when the changes since the last would outnumber it, so reading any checkpoint reads at
     most about twice the site's associations."""
     if last is None:
-        before = previous_position(conn, position)
-        mark = _mark(conn, before) if before is not None else None
-        previous = read(conn, before) if before is not None else {}
-    else:
-        mark, previous = (last.base, last.chain_rows), last.entries
+        last = latest_before(conn, position)
+    mark, previous = ((last.base, last.chain_rows), last.entries) if last else (None, {})
     walked = entries(state, position, usage, ranking, previous)
     now = {key: _storable(e) for key, e in walked.items()}
     before_rows = {key: _storable(e) for key, e in previous.items()}
@@ -244,10 +268,8 @@ def write(
         gone = []
     else:
         rows, base, chain = changed, mark[0], mark[1] + delta
-    conn.executemany(
-        "INSERT INTO fairshare_checkpoints (position, username, bank, creation_time, active, "
-        "fairshare, source, job_usage, rank, ranked_of, gone) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    _insert(
+        conn,
         [
             (
                 position,
@@ -270,4 +292,44 @@ def write(
         "INSERT INTO fairshare_checkpoint_marks (position, base, chain_rows) VALUES (?, ?, ?)",
         (position, base, chain),
     )
-    return Written(base, chain, walked)
+    return Written(base, chain, walked, position)
+
+
+_ROW_COLUMNS = (
+    "position, username, bank, creation_time, active, fairshare, source, job_usage, rank, "
+    "ranked_of, gone"
+)
+# The PostgreSQL array type of each of _ROW_COLUMNS.
+_ARRAY_TYPES = (
+    "int8[]",
+    "text[]",
+    "text[]",
+    "float8[]",
+    "int4[]",
+    "float8[]",
+    "int8[]",
+    "float8[]",
+    "int8[]",
+    "int8[]",
+    "int4[]",
+)
+
+
+def _insert(conn: Connection, rows: list[tuple[Any, ...]]) -> None:
+    """The checkpoint's rows: on PostgreSQL one INSERT over arrays, where executemany sent one
+    per row (a cycle whose walk moved most ranks writes a row per association); SQLite runs in
+    process, where executemany is the fast way."""
+    if not rows:
+        return
+    if not conn.config.is_postgres:
+        conn.executemany(
+            f"INSERT INTO fairshare_checkpoints ({_ROW_COLUMNS}) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            rows,
+        )
+        return
+    arrays = ", ".join(f"CAST(? AS {t})" for t in _ARRAY_TYPES)
+    conn.execute(
+        f"INSERT INTO fairshare_checkpoints ({_ROW_COLUMNS}) SELECT * FROM unnest({arrays})",
+        [list(values) for values in zip(*rows, strict=True)],
+    )

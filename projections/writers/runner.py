@@ -16,10 +16,12 @@ from typing import Any
 from ledger import events as ev
 from ledger import import_events as iev
 from ledger.errors import Unprojectable
+from ledger.fairshare import Ranking
 from ledger.joblog import JobLog
 from ledger.neutralizations import Neutralizations, in_log
 from ledger.reducers import Touched, fold
 from ledger.site import SITE_ID
+from ledger.site_usage import AssociationUsage, AssocKey
 from ledger.state import SiteState
 from ledger.store import log_tables
 from ledger.store.application import Ledger, _first_line, unprojectable_errors
@@ -116,8 +118,9 @@ class _Folder:
         self.site_version = site_version
         self.touched = Touched()
         self.log_rows: list[tuple[int, float, str, int]] = []
-        # An update-usage whose columns are not written yet: the next event decides (see apply).
-        self.pending_usage: float | None = None
+        # An update-usage whose columns are not written yet, (time, position): the next event
+        # decides (see apply).
+        self.pending_usage: tuple[float, int] | None = None
         # The checkpoint this fold wrote last: a rebuild need not read each one back.
         self.last_checkpoint: checkpoints.Written | None = None
 
@@ -128,8 +131,27 @@ class _Folder:
     def _write_pending_usage(self) -> None:
         if self.pending_usage is not None:
             self.flush()
-            usage_tables.write_usage(self.conn, self.state, self.pending_usage, fairshare=False)
+            at, position = self.pending_usage
+            usage_tables.write_usage(
+                self.conn, self.state, at, False, position, self._settled(position, at)
+            )
             self.pending_usage = None
+
+    def _walk(self, mark: int, usage: dict[AssocKey, AssociationUsage]) -> Ranking | None:
+        """The walk of the checkpoint at `mark` if it is the last one and ranked this very
+        usage (usage_tables.write_usage asks when no site event came since)."""
+        last = self.last_checkpoint
+        if last is None or last.position != mark or last.entries.keys() != usage.keys():
+            return None
+        if any(e.job_usage != usage[key].usage for key, e in last.entries.items()):
+            return None
+        return last.ranking()
+
+    def _settled(self, position: int, at: float) -> int | None:
+        """usage_tables.settled_position, unless this fold sets that update aside: then it
+        wrote nothing."""
+        since = usage_tables.settled_position(self.conn, self.state, position, at)
+        return None if since is None or self.neutralized.skips(since) else since
 
     def flush(self) -> None:
         write_touched(self.conn, self.state, self.touched)
@@ -171,11 +193,15 @@ class _Folder:
             self.flush()
             usage_tables.clear_association_values(self.conn, self.state, event.associations)
         elif isinstance(event, ev.UsageUpdated):
-            self.pending_usage = event.timestamp.timestamp()
+            self.pending_usage = (event.timestamp.timestamp(), position)
         elif isinstance(event, ev.FairshareUpdated):
             self.flush()
             at = event.timestamp.timestamp()
-            usage, ranking = usage_tables.write_usage(self.conn, self.state, at, fairshare=True)
+            if self.last_checkpoint is None:  # the first of this fold: read back once
+                self.last_checkpoint = checkpoints.latest_before(self.conn, position)
+            usage, ranking = usage_tables.write_usage(
+                self.conn, self.state, at, True, position, self._settled(position, at), self._walk
+            )
             self.last_checkpoint = checkpoints.write(
                 self.conn, self.state, position, usage, ranking, self.last_checkpoint
             )

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,20 +23,22 @@ from ledger.bounds import CHARGE_UNITS
 from ledger.fairshare import Ranking
 from ledger.fairshare_in_force import NEW_ASSOCIATION_FAIRSHARE, shown_after_walk
 from ledger.site_usage import (
+    AssociationResolver,
     AssociationUsage,
     AssocKey,
     BalanceEntry,
-    JobSpan,
+    JobSpanTuple,
     PeriodTotal,
     association_usage,
     bank_usage,
     continuous_usage,
+    rebinned_usage,
     record_billing,
     site_ranking,
     usage_params,
     window,
 )
-from ledger.state import CONTINUOUS, Association, SiteState
+from ledger.state import CONTINUOUS, WEIGHTED_WALK, Association, SiteState
 from ledger.store.connections import Connection
 from ledger.usage import UsageParams, period_of, period_start
 
@@ -310,18 +312,29 @@ _BALANCE_AS_JOBS = (
 
 @dataclass(frozen=True)
 class Who:
-    """Only the job identities that can name one user: its username, or no username and one
-    of the userids its associations hold (a superset of those that resolve to it)."""
+    """Only the job identities that can name some users: one of their usernames, or no
+    username and one of the userids their associations hold (a superset of those that resolve
+    to them)."""
 
-    username: str
+    usernames: tuple[str, ...]
     userids: tuple[int, ...]
 
-    def clause(self) -> tuple[str, list[Any]]:
+    def clause(self, in_totals: bool = False) -> tuple[str, list[Any]]:
+        """The SQL condition and its values, over the jobs (a missing username is NULL) or
+        over period_totals (`in_totals`: it is '')."""
+        names = ", ".join("?" * len(self.usernames)) or "NULL"
         marks = ", ".join("?" * len(self.userids)) or "NULL"
+        missing = "= ''" if in_totals else "IS NULL"
         return (
-            f" AND (username = ? OR (username IS NULL AND userid IN ({marks})))",
-            [self.username, *self.userids],
+            f" AND (username IN ({names}) OR (username {missing} AND userid IN ({marks})))",
+            [*self.usernames, *self.userids],
         )
+
+
+def _who(state: SiteState, usernames: Iterable[str]) -> Who:
+    names = tuple(usernames)
+    userids = {a.userid for name in names for a in state.associations.get(name, {}).values()}
+    return Who(names, tuple(sorted(userids)))
 
 
 def _job_totals(
@@ -472,14 +485,12 @@ def continuous_usage_at(
     (`in_balance`) is left out, as under the periods model."""
     upto = "" if max_position is None else " AND position <= ?"
     args: tuple[Any, ...] = (at,) if max_position is None else (at, max_position)
-    jobs = [
-        JobSpan(r["userid"], r["username"], r["bank"], r["billing"], r["t_run"], r["t_inactive"])
-        for r in conn.query(
-            "SELECT userid, username, bank, billing, t_run, t_inactive FROM jobs "
-            f"WHERE in_balance = 0 AND t_run < ?{upto}",
-            args,
-        )
-    ]
+    # Plain rows in JobSpan's order: a Slurm site's update reads every job recorded.
+    jobs: list[JobSpanTuple] = conn.execute(
+        "SELECT userid, username, bank, billing, t_run, t_inactive FROM jobs "
+        f"WHERE in_balance = 0 AND t_run < ?{upto}",
+        args,
+    ).fetchall()
     where = "" if max_position is None else " WHERE position <= ?"
     balances = [
         BalanceEntry(r["username"], r["bank"], float(r["at"]), r["charge_units"] / CHARGE_UNITS)
@@ -525,8 +536,7 @@ def association_usage_at(
     user's, by name or userid) instead of the whole site's totals."""
     if state.usage_model == CONTINUOUS:
         return continuous_usage_at(conn, state, at, max_position)[key]
-    userids = tuple(sorted({a.userid for a in state.associations.get(key[0], {}).values()}))
-    who = Who(key[0], userids)
+    who = _who(state, [key[0]])
     first, last = window(state, at)
     totals = _job_totals(conn, state, first, last, max_position, None, periods_current, who)
     assoc = state.association(*key)
@@ -535,57 +545,262 @@ def association_usage_at(
     return association_usage(state, totals, at, cleared)[key]
 
 
+# Users per statement when usage is recomputed for some of them: their names and userids are
+# its values, which both stores bound (SQLite at 32,766).
+USERS_PER_QUERY = 1000
+
+
+def settled_position(conn: Connection, state: SiteState, position: int, at: float) -> int | None:
+    """The log position up to which the stored usage columns already hold every job, when
+    nothing but jobs changed them since: the last usage update written before the update at
+    `position` (at time `at`), in the same period, with no site event (a new association, a
+    clear-usage, a config change, an opening balance...) between them. None: recompute all.
+
+    Every update-fshare is written; an update-usage followed at once by another update (cron's
+    pair) is not (runner._Folder.apply), so only one followed by another event counts. Log
+    times only grow, so the columns (whichever update between the mark and `position` wrote
+    them last) are of the same period as the mark. The caller rules out a mark the log sets
+    aside (neutralized). Under the continuous model every job decays at its own rate, so usage
+    is always recomputed whole."""
+    if state.usage_model == CONTINUOUS:
+        return None
+    candidates = [
+        int(r["position"])
+        for r in conn.query(
+            "SELECT position FROM log_index WHERE position < ? AND kind = 'fairshare' "
+            "ORDER BY position DESC LIMIT 1",
+            (position,),
+        )
+    ]
+    other = conn.query(
+        "SELECT position FROM log_index WHERE position < ? "
+        "AND kind NOT IN ('usage', 'fairshare') ORDER BY position DESC LIMIT 1",
+        (position,),
+    )
+    if other:
+        candidates += [
+            int(r["position"])
+            for r in conn.query(
+                "SELECT position FROM log_index WHERE position < ? "
+                "AND kind IN ('usage', 'fairshare') ORDER BY position DESC LIMIT 1",
+                (int(other[0]["position"]),),
+            )
+        ]
+    if not candidates:
+        return None
+    mark = max(candidates)
+    params = usage_params(state)
+    mark_at = conn.query("SELECT at FROM log_index WHERE position = ?", (mark,))[0]["at"]
+    if period_of(float(mark_at), params) != period_of(at, params):
+        return None  # a period boundary: every association's bins moved
+    changed = conn.query(
+        "SELECT position FROM log_index WHERE position > ? AND position < ? "
+        "AND kind IN ('site', 'balance') LIMIT 1",
+        (mark, position),
+    )
+    return None if changed else mark
+
+
+def _touched(
+    conn: Connection, state: SiteState, since: int, position: int
+) -> tuple[set[str], set[int]]:
+    """The users of the jobs recorded after `since` and before `position`, and the periods
+    those jobs ended in."""
+    resolver = AssociationResolver(state)
+    users, periods = set(), set()
+    for r in conn.query(
+        "SELECT DISTINCT userid, username, bank, period FROM jobs "
+        "WHERE position > ? AND position < ?",
+        (since, position),
+    ):
+        key = resolver.resolve_cached(r["userid"], r["username"], r["bank"])
+        if key is not None:
+            users.add(key[0])
+            periods.add(int(r["period"]))
+    return users, periods
+
+
+def _users_usage(
+    conn: Connection,
+    state: SiteState,
+    at: float,
+    users: set[str],
+    periods: set[int],
+    stored_bins: dict[AssocKey, str],
+) -> dict[AssocKey, AssociationUsage]:
+    """usage_at(...) of every association of `users` only, whose totals changed only in
+    `periods`: those periods' bins from their period totals, the others' as stored (or every
+    bin from the totals, where an association's jobs stop counting at a cutoff in the window,
+    or its bins are not stored)."""
+    first, last = window(state, at)
+    names = sorted(users)
+    mine = [a for name in names for a in state.associations.get(name, {}).values()]
+    keys = {(a.username, a.bank) for a in mine}
+    start = period_start(first, usage_params(state))
+    rebin = all(key in stored_bins for key in keys) and not any(
+        state.usage_cutoff(a) >= start for a in mine
+    )
+    changed = sorted(p for p in periods if first <= p <= last) if rebin else []
+    if rebin and not changed:  # only periods out of the window: nothing that counts moved
+        return {}
+    in_periods = f" AND period IN ({', '.join('?' * len(changed))})" if rebin else ""
+    totals: list[PeriodTotal] = []
+    cleared: dict[float, list[PeriodTotal]] = defaultdict(list)
+    for n in range(0, len(names), USERS_PER_QUERY):
+        who = _who(state, names[n : n + USERS_PER_QUERY])
+        clause, values = who.clause(in_totals=True)
+        totals += _as_totals(
+            conn.query(
+                "SELECT userid, username, bank, period, charge_units FROM period_totals "
+                f"WHERE period >= ? AND period <= ?{in_periods}{clause}",
+                [first, last, *changed, *values],
+            )
+        )
+        if not rebin:
+            part = [a for name in who.usernames for a in state.associations[name].values()]
+            for cutoff, dropped in _cleared_totals(
+                conn, state, part, first, last, None, True, who
+            ).items():
+                cleared[cutoff] += dropped
+    if rebin:
+        kept = {key: json.loads(stored_bins[key]) for key in keys}
+        return rebinned_usage(state, totals, at, kept, set(changed))
+    return association_usage(state, totals, at, cleared, only=keys)
+
+
 def write_usage(
-    conn: Connection, state: SiteState, at: float, fairshare: bool
+    conn: Connection,
+    state: SiteState,
+    at: float,
+    fairshare: bool,
+    position: int | None = None,
+    since: int | None = None,
+    walked: Callable[[int, dict[AssocKey, AssociationUsage]], Ranking | None] | None = None,
 ) -> tuple[dict[AssocKey, AssociationUsage], Ranking]:
     """Bring job_usage (and with `fairshare`, the fair-share) columns to their values at `at`:
-    what update-usage / update-fshare recorded. Returns the usage and the walk (no ranks
-    without `fairshare`)."""
-    usage = usage_at(conn, state, at)
-    ranking = site_ranking(state, usage) if fairshare else Ranking({}, 0)
-    shares = ranking.fairshare()
+    what update-usage / update-fshare recorded at log position `position`. Returns the usage
+    and the walk (no ranks without `fairshare`).
+
+    `since` (settled_position): the columns already hold every job up to that position and
+    nothing else changed, so only the associations of the users with jobs recorded after it
+    are recomputed from their period totals; every other keeps its stored usage (and its bins,
+    left out of the returned usage). The numbers are those a whole recomputation gives. The
+    weighted walk is the one `walked(since, usage)` gives, if it gives one (the walk of that
+    update, when it ranked this very usage: the same tree over the same usage ranks the same;
+    a Slurm algorithm's values are always recomputed)."""
     current = {
         (r["username"], r["bank"]): r
         for r in conn.query("SELECT username, bank, job_usage, fairshare FROM association_table")
     }
+    stored_bins: dict[AssocKey, str] | None = None
+    recomputed: set[AssocKey] | None = None
+    if since is not None and position is not None:
+        keys = [(a.username, a.bank) for a in state.all_associations()]
+        if all(key in current for key in keys):
+            users, periods = _touched(conn, state, since, position)
+            usage = {key: AssociationUsage(float(current[key]["job_usage"]), []) for key in keys}
+            fresh = {}
+            if users:
+                stored_bins = _stored_bins(conn)
+                fresh = _users_usage(conn, state, at, users, periods, stored_bins)
+            usage.update(fresh)
+            recomputed = set(fresh)
+    if recomputed is None:
+        usage = usage_at(conn, state, at)
+    ranking = Ranking({}, 0)
+    if fairshare:
+        kept = None
+        if recomputed is not None and since is not None and walked is not None:
+            kept = walked(since, usage) if state.fairshare_algorithm == WEIGHTED_WALK else None
+        ranking = kept if kept is not None else site_ranking(state, usage)
+    shares = ranking.fairshare()
     updates = []
     for key, value in usage.items():
         row = current.get(key)
         new_share = shown_after_walk(shares.get(key), row["fairshare"] if row else None)
         if row is None or row["job_usage"] != value.usage or row["fairshare"] != new_share:
             updates.append((value.usage, new_share, key[0], key[1]))
-    conn.executemany(
-        "UPDATE association_table SET job_usage = ?, fairshare = ? WHERE username = ? AND bank = ?",
-        updates,
-    )
-    banks = bank_usage(state, usage)
+    _update_by_association(conn, "association_table", ("job_usage", "fairshare"), updates)
+    shown = {
+        r["bank"]: r["job_usage"] for r in conn.query("SELECT bank, job_usage FROM bank_table")
+    }
     conn.executemany(
         "UPDATE bank_table SET job_usage = ? WHERE bank = ?",
-        [(value, name) for name, value in banks.items()],
+        [
+            (value, name)
+            for name, value in bank_usage(state, usage).items()
+            if name in shown and shown[name] != value
+        ],
     )
-    _write_bins(conn, usage, at)
+    _write_bins(conn, usage, at, recomputed, stored_bins)
     return usage, ranking
 
 
-def _write_bins(
-    conn: Connection, usage: dict[tuple[str, str], AssociationUsage], at: float
+# The PostgreSQL array type of each column _update_by_association sets.
+_ARRAY_TYPES = {"job_usage": "float8[]", "fairshare": "float8[]", "bins": "text[]"}
+
+
+def _update_by_association(
+    conn: Connection, table: str, columns: tuple[str, ...], rows: list[tuple[Any, ...]]
 ) -> None:
-    stored = {
+    """UPDATE `table` SET `columns` to each row's first values WHERE username, bank are its
+    last two. On PostgreSQL one statement over arrays, where executemany sent one per row (a
+    cycle changes the fair-share of most associations: 10,000 statements); SQLite runs in
+    process, where executemany is the fast way."""
+    if not rows:
+        return
+    if not conn.config.is_postgres:
+        assignments = ", ".join(f"{c} = ?" for c in columns)
+        conn.executemany(f"UPDATE {table} SET {assignments} WHERE username = ? AND bank = ?", rows)
+        return
+    types = [_ARRAY_TYPES[c] for c in columns] + ["text[]", "text[]"]
+    arrays = ", ".join(f"CAST(? AS {t})" for t in types)
+    names = ", ".join([*columns, "username", "bank"])
+    assignments = ", ".join(f"{c} = v.{c}" for c in columns)
+    conn.execute(
+        f"UPDATE {table} SET {assignments} FROM unnest({arrays}) AS v ({names}) "
+        f"WHERE {table}.username = v.username AND {table}.bank = v.bank",
+        [list(values) for values in zip(*rows, strict=True)],
+    )
+
+
+def _stored_bins(conn: Connection) -> dict[AssocKey, str]:
+    return {
         (r["username"], r["bank"]): r["bins"]
         for r in conn.query("SELECT username, bank, bins FROM job_usage_bins")
     }
-    fresh = {key: json.dumps(value.bins) for key, value in usage.items()}
-    gone = [key for key in stored if key not in fresh]
+
+
+def _write_bins(
+    conn: Connection,
+    usage: dict[tuple[str, str], AssociationUsage],
+    at: float,
+    only: set[AssocKey] | None = None,
+    stored: dict[AssocKey, str] | None = None,
+) -> None:
+    """Every association's bins as `usage` holds them; with `only`, the bins of those
+    associations alone are new (the others' are kept). `stored`: the table's bins, if read."""
+    if only is not None and not only:
+        conn.execute("UPDATE job_usage_bins SET at = ?", (at,))
+        return
+    if stored is None:
+        stored = _stored_bins(conn)
+    fresh = {
+        key: json.dumps(value.bins) for key, value in usage.items() if only is None or key in only
+    }
+    gone = [key for key in stored if key not in usage]
     conn.executemany("DELETE FROM job_usage_bins WHERE username = ? AND bank = ?", gone)
-    conn.executemany(
-        "DELETE FROM job_usage_bins WHERE username = ? AND bank = ?",
-        [key for key, bins in fresh.items() if key in stored and stored[key] != bins],
-    )
-    conn.executemany(
-        "INSERT INTO job_usage_bins VALUES (?, ?, ?, ?)",
-        [(k[0], k[1], at, bins) for k, bins in fresh.items() if stored.get(k) != bins],
+    _update_by_association(
+        conn,
+        "job_usage_bins",
+        ("bins",),
+        [(bins, *k) for k, bins in fresh.items() if k in stored and stored[k] != bins],
     )
     conn.execute("UPDATE job_usage_bins SET at = ?", (at,))
+    conn.executemany(
+        "INSERT INTO job_usage_bins VALUES (?, ?, ?, ?)",
+        [(k[0], k[1], at, bins) for k, bins in fresh.items() if k not in stored],
+    )
 
 
 def clear_association_values(conn: Connection, state: SiteState, pairs: list[list[str]]) -> None:

@@ -1,0 +1,144 @@
+"""The cron rows of the benchmark: a one-process cron cycle after 10,000 new jobs and after
+none, and a Fair Tree site's update-fshare, on a ledger that already holds the full load.
+
+    .venv/bin/python -m bench.cron_bench --db URL --now T [--first-id N]
+
+(bench.run calls `measure` at the end of each store's run.) The cycle is timed inside one
+process, from opening the ledger to the cycle's commit: the ingest is excluded (it is timed by
+its own row) and so is the interpreter's start-up (bench.startup's rows); the same cycle run as
+the CLI is shown beside it, start-up included. The Fair Tree row switches the ledger to Fair
+Tree (its usage model, continuous, follows), so it runs last.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from bench.generate import SiteSpec, write_jobs
+from ledger.usecases.cron import cron
+from ledger.usecases.session import Session
+
+NEW_JOBS = 10_000
+CYCLE_TARGET = 0.5  # seconds: 10k new jobs at 1M jobs / 10k associations, ingest excluded
+IDLE_TARGET = 0.2  # seconds: no new job
+FAIR_TREE_TARGET = 0.5  # seconds: update-fshare at 10k associations
+HOUR = 3600.0
+IDLE_RUNS = 3  # idle cycles, the fastest kept (the machine is shared)
+
+Cell = tuple[str, bool | None]
+
+
+class Runs(Protocol):
+    """bench.run's Cli: runs one CLI command, returns its step (wall time, stdout...)."""
+
+    def run(self, name: str, args: list[str], now: float | None) -> Any: ...
+
+
+def rows() -> list[tuple[str, str, str]]:
+    """(key, label, target) of the rows `measure` fills."""
+    return [
+        ("cron-new", f"cron cycle, +{NEW_JOBS:,} jobs (in process; CLI)", f"≤ {CYCLE_TARGET} s"),
+        (
+            "cron-idle",
+            f"cron cycle, no new job (fastest of {IDLE_RUNS}; CLI)",
+            f"≤ {IDLE_TARGET} s",
+        ),
+        ("fair-tree", "Fair Tree site: update-fshare (in process; CLI)", f"≤ {FAIR_TREE_TARGET} s"),
+    ]
+
+
+def timed(url: str, now: float, work: Callable[[Session], object]) -> float:
+    """Wall seconds of `work` on a new session of `url` at `now`, opening the ledger included
+    (not the import of the modules a write needs: that is start-up, which the CLI pays once)."""
+    import ledger.site  # noqa: F401
+    import ledger.store.application  # noqa: F401
+    import projections.writers.runner  # noqa: F401
+
+    if url.startswith("postgresql"):
+        import psycopg  # noqa: F401
+
+    started = time.perf_counter()
+    s = Session(url, f"{now:.3f}")
+    try:
+        work(s)
+    finally:
+        s.close()
+    return time.perf_counter() - started
+
+
+def _cycle(s: Session) -> None:
+    cron(s)
+
+
+def _update_fshare(s: Session) -> None:
+    s.change(lambda site, stamp: site.mark_fairshare_updated(stamp), None, None)
+
+
+def _cell(inside: float, cli_wall: float, target: float) -> Cell:
+    return f"{inside:.2f} s ({cli_wall:.2f} s)", inside <= target
+
+
+def measure(cli: Runs, url: str, spec: SiteSpec, first_id: int, now: float) -> dict[str, Cell]:
+    """The rows, on the ledger at `url` whose newest event is before `now`: `first_id` is the
+    first job ID not used yet. Each step runs an hour of the ledger's time after the last."""
+    cells: dict[str, Cell] = {}
+    with tempfile.TemporaryDirectory(prefix="fairledger-cron-bench-") as folder:
+        paths = [os.path.join(folder, f"more-{n}.jsonl") for n in range(2)]
+        for n, path in enumerate(paths):
+            start = now + n * HOUR
+            write_jobs([path], spec, NEW_JOBS, first_id + n * NEW_JOBS, start, start + HOUR, 7 + n)
+        # A first cycle brings everything up to date, so the timed ones start from a cron's
+        # steady state.
+        at = now + HOUR
+        cli.run("cron-ingest-1", ["ingest", paths[0]], now=at)
+        cli.run("cron-1", ["cron"], now=at)
+        at += HOUR
+        cli.run("cron-ingest-2", ["ingest", paths[1]], now=at)
+        inside = timed(url, at, _cycle)
+        at += 60
+        step = cli.run("cron-idle-cli", ["cron"], now=at)
+        cells["cron-new"] = _cell(inside, step.wall, CYCLE_TARGET)
+        idle = []
+        for _run in range(IDLE_RUNS):
+            at += 60
+            idle.append(timed(url, at, _cycle))
+        cells["cron-idle"] = _cell(min(idle), step.wall, IDLE_TARGET)
+    at += 60
+    cli.run("fair-tree-switch", ["edit-config", "fairshare_algorithm=fair-tree"], now=at)
+    at += 60
+    inside = timed(url, at, _update_fshare)
+    at += 60
+    step = cli.run("fair-tree-cli", ["update-fshare"], now=at)
+    cells["fair-tree"] = _cell(inside, step.wall, FAIR_TREE_TARGET)
+    return cells
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The rows on an existing ledger (one bench.run keeps with --keep, or any built with
+    bench.generate's site): prints each row."""
+    from bench.generate import site_spec
+    from bench.run import Cli
+
+    parser = argparse.ArgumentParser(prog="python -m bench.cron_bench", description=__doc__)
+    parser.add_argument("--db", required=True, help="the ledger's store URL")
+    parser.add_argument("--now", type=float, required=True, help="after its newest event")
+    parser.add_argument("--first-id", type=int, required=True, help="the first unused job ID")
+    parser.add_argument("--associations", type=int, default=10_000)
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args(argv)
+    spec = site_spec(args.associations, seed=args.seed)
+    cells = measure(Cli(args.db, "cron"), args.db, spec, args.first_id, args.now)
+    print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    for key, label, target in rows():
+        text, ok = cells[key]
+        print(f"{label}: {text}  target {target}  {'✓' if ok else '✗'}")
+    return 0 if all(ok for _text, ok in cells.values()) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,197 @@
+"""The incremental usage update: a cron cycle recomputes only the associations whose users
+have jobs recorded since the last update, and keeps every other's stored usage, unless a period
+boundary was crossed or a site event came between (projections.writers.usage_tables
+.settled_position). Its numbers must be those a whole recomputation gives: each ledger here is
+run beside a twin that records a harmless site event (a new project) before every update,
+which makes the twin recompute everything, and the two must show the same usage, fair-share,
+bins and past trees. The final numbers are checked by hand too."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ledger.store.connections import Connection, parse_store_url
+from ledger.usecases.session import Session
+from projections.writers import runner, usage_tables
+from tests.cli.test_cron import CREATED, _site, twin  # noqa: F401 (a fixture)
+from tests.cli.test_ingest import all_tables, job, write
+from tests.conftest import T0, Store
+
+WEEK = 604800.0  # the default half-life: one period
+
+
+def period(k: int) -> float:
+    """The start of the ledger's k-th period (its epoch is its creation)."""
+    return CREATED + k * WEEK
+
+
+def _bins(store: Store) -> list[dict[str, Any]]:
+    conn = Connection(parse_store_url(store.url))
+    try:
+        rows = conn.query("SELECT username, bank, at, bins FROM job_usage_bins")
+    finally:
+        conn.close()
+    return sorted(rows, key=lambda r: (r["username"], r["bank"]))
+
+
+def _shown(store: Store, now: float) -> dict[str, Any]:
+    """What the usage update shows (export-json would too, but it lists the twin's projects)."""
+    return {
+        "users": store.run("list-users", "--json", now=now).stdout,
+        "tree": store.run("view-bank", "root", "-t", now=now).stdout,
+        "bins": _bins(store),
+    }
+
+
+class Pair:
+    """The ledger under test and its twin that recomputes everything at every update."""
+
+    def __init__(self, fast: Store, full: Store, tmp_path: Path) -> None:
+        self.fast, self.full, self.tmp_path = fast, full, tmp_path
+        self.files = 0
+        self.projects = 0
+
+    def _forced(self, now: float) -> None:
+        self.projects += 1
+        self.full.run("add-project", f"p{self.projects}", now=now)
+
+    def ingest(self, now: float, *jobs: dict[str, Any]) -> None:
+        self.files += 1
+        path = write(self.tmp_path / f"jobs{self.files}.jsonl", *jobs)
+        for store in (self.fast, self.full):
+            store.run("ingest", path, now=now)
+
+    def cron(self, now: float) -> None:
+        self._forced(now)
+        for store in (self.fast, self.full):
+            store.run("cron", now=now)
+        assert _shown(self.fast, now) == _shown(self.full, now)
+
+    def run(self, now: float, *args: str) -> None:
+        """A command run on both (an update alone, a clear-usage)."""
+        if args[0].startswith("update-"):
+            self._forced(now)
+        for store in (self.fast, self.full):
+            store.run(*args, now=now)
+        assert _shown(self.fast, now) == _shown(self.full, now)
+
+
+def _settled(store: Store, at: float) -> int | None:
+    """What settled_position says of an update at the head of the log at time `at`."""
+    s = Session(store.url, None)
+    try:
+        state = s.ledger.state()
+        position = runner.tracked_position(s.conn) + 1
+        return usage_tables.settled_position(s.conn, state, position, at)
+    finally:
+        s.close()
+
+
+def test_cron_cycles_give_what_a_whole_recomputation_gives(
+    store: Store,
+    twin: Store,  # noqa: F811 (the fixture)
+    tmp_path: Path,
+) -> None:
+    _site(store)
+    _site(twin)
+    pair = Pair(store, twin, tmp_path)
+    now = period(2) + 3600
+    # alice (userid 5001) in physics, her default bank: 100 s in period 2, 60 s in period 1.
+    pair.ingest(
+        now, job(1, end=period(2) + 600, duration=100), job(2, end=period(1) + 100, duration=60)
+    )
+    pair.cron(now)
+
+    # Only jobs since: bob's, and late jobs into earlier periods (alice's in chemistry, and one
+    # naming her userid alone, so her default bank).
+    now += 3600
+    assert _settled(store, now) is not None  # the next cycle takes the incremental path
+    pair.ingest(
+        now,
+        job(3, end=period(2) + 2000, duration=40, userid=5002),
+        job(4, end=period(0) + 50, duration=30, bank="chemistry"),
+        job(5, end=period(1) + 500, duration=20),
+    )
+    pair.cron(now)
+    pair.cron(now + 60)  # no new job
+
+    # A period boundary crossed: every association's bins move.
+    now = period(3) + 100
+    assert _settled(store, now) is None
+    pair.ingest(now, job(6, end=period(3) + 50, duration=10))
+    pair.cron(now)
+
+    # clear-usage (a site event: the next cycle recomputes all), then a cycle whose late job
+    # ends before the cutoff and must stay out of the incremental sum.
+    cutoff = now + 60
+    pair.run(cutoff, "clear-usage", "chemistry")
+    assert _settled(store, cutoff + 60) is None
+    pair.ingest(
+        cutoff + 60,
+        job(7, end=period(3) + 10, duration=70, userid=5002),
+        job(8, end=cutoff + 30, duration=5, userid=5002),
+    )
+    pair.cron(cutoff + 60)
+    now = cutoff + 120
+    pair.ingest(
+        now,
+        job(9, end=cutoff - 10, duration=8, userid=5002),
+        job(10, end=now - 30, duration=3, userid=5002),
+    )
+    pair.cron(now)
+
+    # The separate commands: update-usage, more jobs, update-fshare.
+    pair.ingest(now + 60, job(11, end=now + 30, duration=7))
+    pair.run(now + 60, "update-usage")
+    pair.ingest(now + 120, job(12, end=now + 70, duration=4))
+    pair.run(now + 120, "update-fshare")
+    # ... and update-fshare right after update-usage: the walk the last checkpoint kept ranked
+    # older usage (chemistry below physics), so it must not stand.
+    pair.ingest(now + 140, job(13, end=now + 130, duration=200, userid=5002))
+    pair.run(now + 140, "update-usage")
+    pair.run(now + 150, "update-fshare")
+
+    # By hand, at period 3 (decay 0.5 a period): alice in physics 10 + 7 + 4 this period, 100
+    # in period 2, 60 + 20 in period 1: 21 + 50 + 20. Her chemistry job and bob's jobs up to
+    # the cutoff are cleared; bob keeps 5 + 3 + 200.
+    users = json.loads(store.run("list-users", "--json", now=now + 150).stdout)
+    usage = {(r["username"], r["bank"]): r["job_usage"] for r in users}
+    assert usage == {
+        ("alice", "physics"): 91.0,
+        ("alice", "chemistry"): 0.0,
+        ("bob", "chemistry"): 208.0,
+    }
+
+    # The past, asked of both: the same trees.
+    for asked in (period(2) + 7230, period(3) + 130, now + 90):
+        args = ("view-bank", "root", "-t", "--as-of", f"{asked:.3f}")
+        assert store.run(*args, now=now + 150).stdout == twin.run(*args, now=now + 150).stdout
+
+    # A rebuild folds the same log into the same tables (the incremental path included).
+    before = all_tables(store)
+    store.run("rebuild", now=now + 150)
+    assert all_tables(store) == before
+
+
+def test_only_jobs_since_the_last_update_leave_the_mark_standing(
+    ledger_store: Store, tmp_path: Path
+) -> None:
+    """settled_position: the last update certainly written, unless a site event came since."""
+    ledger_store.run("add-bank", "root", "1", now=T0)
+    ledger_store.run("add-user", "-u", "alice", "-i", "5001", "-B", "root", now=T0)
+    ledger_store.run("cron", now=T0 + 60)
+    fairshare_at = ledger_store.log_position()
+    path = write(tmp_path / "a.jsonl", job(1, end=T0 + 90))
+    ledger_store.run("ingest", path, now=T0 + 120)
+    assert _settled(ledger_store, T0 + 180) == fairshare_at
+    # An update-usage counts once another event follows it: were an update to follow at once,
+    # it would not be written (a rebuild folds the two together).
+    ledger_store.run("update-usage", now=T0 + 180)
+    usage_at = ledger_store.log_position()
+    assert _settled(ledger_store, T0 + 240) == fairshare_at
+    ledger_store.run("ingest", write(tmp_path / "b.jsonl", job(2, end=T0 + 200)), now=T0 + 240)
+    assert _settled(ledger_store, T0 + 240) == usage_at
+    ledger_store.run("add-project", "climate", now=T0 + 240)
+    assert _settled(ledger_store, T0 + 300) is None
