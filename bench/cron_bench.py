@@ -42,7 +42,7 @@ class Runs(Protocol):
 def rows() -> list[tuple[str, str, str]]:
     """(key, label, target) of the rows `measure` fills."""
     return [
-        ("cron-new", f"cron cycle, +{NEW_JOBS:,} jobs (in process; CLI)", f"≤ {CYCLE_TARGET} s"),
+        ("cron-new", f"cron cycle, +{NEW_JOBS:,} jobs (in process)", f"≤ {CYCLE_TARGET} s"),
         (
             "cron-idle",
             f"cron cycle, no new job (fastest of {IDLE_RUNS}; CLI)",
@@ -100,9 +100,10 @@ def measure(cli: Runs, url: str, spec: SiteSpec, first_id: int, now: float) -> d
         at += HOUR
         cli.run("cron-ingest-2", ["ingest", paths[1]], now=at)
         inside = timed(url, at, _cycle)
+        # The cycle's jobs were ingested by another process: no CLI run of the same cycle.
+        cells["cron-new"] = f"{inside:.2f} s", inside <= CYCLE_TARGET
         at += 60
         step = cli.run("cron-idle-cli", ["cron"], now=at)
-        cells["cron-new"] = _cell(inside, step.wall, CYCLE_TARGET)
         idle = []
         for _run in range(IDLE_RUNS):
             at += 60
