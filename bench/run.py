@@ -48,7 +48,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from bench import cron_bench, startup
+from bench import concurrent_ingest, cron_bench, startup
 from bench.generate import (
     EPOCH,
     WEEK,
@@ -550,6 +550,11 @@ def measure_store(result: StoreResult, url: str, data: Data, cli: Cli) -> None:
     first_id = data.n_jobs + data.n_extra + 1
     for key, (text, ok) in cron_bench.measure(cli, url, data.spec, first_id, t_sacct).items():
         result.add(key, text, ok)
+    if result.store == "postgres":  # on two fresh ledgers of its own
+        log(f"{title}: 4 concurrent ingesters against 1")
+        result.current = "concurrent-ingest"
+        jobs = min(data.n_jobs, concurrent_ingest.CONCURRENT_JOBS)
+        result.add("concurrent-ingest", *concurrent_ingest.measure(url, data.spec, jobs))
     result.current = ""
 
 
@@ -665,6 +670,7 @@ def rows(n_jobs: int, n_assoc: int, n_extra: int) -> list[tuple[str, str, str]]:
             f"ingest --format sacct, {n_jobs // WEEKS:,} jobs (CLI wall)",
             f"as ingest rate: ≥ {INGEST_TARGET['sqlite']:,.0f} / {INGEST_TARGET['postgres']:,.0f}",
         ),
+        concurrent_ingest.row(),
         ("rss-ingest", "peak RSS: ingest", rss),
         ("rss-update", "peak RSS: update-usage / update-fshare", rss),
         ("rss-rebuild", "peak RSS: rebuild", rss),

@@ -1,0 +1,196 @@
+"""Four ingesters at once on PostgreSQL, one per cluster, against one ingester of the same jobs.
+
+    .venv/bin/python -m bench.concurrent_ingest [--jobs N] [--associations A] [--ingesters K]
+                                                [--pg-url URL]
+
+Each run gets a fresh schema (create-db, the bank tree and the associations through the API, as
+bench.run builds them). The same N generated jobs are split by job order into K files, each
+naming its own cluster (a site with one cluster per file, as a site ingests each cluster's
+sacct or Flux output); first one `fairledger ingest` records them all from one file, then on a
+second fresh ledger K `fairledger ingest` processes start together, one file each. Each rate is
+N over the wall time until the last ingester ends, and each ledger is then counted: N jobs in
+the log's key index and in the jobs table, none lost and none twice.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+
+from bench.generate import EPOCH, WEEK, SiteSpec, build_site, site_spec, write_jobs
+from ledger.store.application import Ledger
+from ledger.store.connections import Connection, parse_store_url
+from projections.writers import runner
+
+DEFAULT_PG_URL = os.environ.get("BENCH_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
+NOW = EPOCH + WEEK + 3600.0  # after every generated job's end
+
+
+@dataclass(frozen=True)
+class Run:
+    wall: float
+    jobs: int  # what the ledger holds after it: job keys and jobs rows, which must agree
+    rows: int
+
+
+def _fairledger(url: str, *args: str, now: float = NOW) -> list[str]:
+    script = os.path.join(os.path.dirname(sys.executable), "fairledger")
+    return [script, "--db", url, "--now", f"{now:.3f}", *args]
+
+
+def _fresh_ledger(base: str, spec: SiteSpec) -> tuple[str, str]:
+    schema = f"bench_{secrets.token_hex(4)}"
+    url = f"{base}?schema={schema}"
+    subprocess.run(_fairledger(url, "create-db", now=EPOCH), check=True, capture_output=True)
+    store = parse_store_url(url)
+    conn = Connection(store)
+    ledger = Ledger.open(store, now=EPOCH, actor="bench", conn=conn)
+    try:
+        runner.attach(ledger)
+        runner.prepare(conn, ledger)
+        build_site(ledger, spec)
+    finally:
+        conn.close()
+        ledger.close()
+    return url, schema
+
+
+def _counted(url: str) -> tuple[int, int]:
+    conn = Connection(parse_store_url(url))
+    try:
+        keys = conn.query("SELECT count(*) AS n FROM job_keys")[0]["n"]
+        rows = conn.query("SELECT count(*) AS n FROM jobs")[0]["n"]
+        return int(keys), int(rows)
+    finally:
+        conn.close()
+
+
+def _drop(base: str, schema: str) -> None:
+    import psycopg
+
+    with psycopg.connect(base, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+def split_by_cluster(path: str, folder: str, ingesters: int) -> list[str]:
+    """The generated jobs in `ingesters` files of consecutive jobs, file k's on cluster ck."""
+    with open(path, encoding="utf-8") as handle:
+        lines = handle.readlines()
+    size = -(-len(lines) // ingesters)
+    paths = []
+    for k in range(ingesters):
+        part = os.path.join(folder, f"cluster{k + 1}.jsonl")
+        with open(part, "w", encoding="utf-8") as out:
+            for line in lines[k * size : (k + 1) * size]:
+                out.write(line.replace('{"id":', f'{{"cluster":"c{k + 1}","id":', 1))
+        paths.append(part)
+    return paths
+
+
+def one_ingester(base: str, spec: SiteSpec, paths: list[str], folder: str) -> Run:
+    """The K files' jobs, in one file, by one ingester."""
+    together = os.path.join(folder, "all-clusters.jsonl")
+    with open(together, "w", encoding="utf-8") as out:
+        for path in paths:
+            with open(path, encoding="utf-8") as part:
+                out.write(part.read())
+    url, schema = _fresh_ledger(base, spec)
+    try:
+        started = time.perf_counter()
+        subprocess.run(_fairledger(url, "ingest", together), check=True, capture_output=True)
+        wall = time.perf_counter() - started
+        return Run(wall, *_counted(url))
+    finally:
+        _drop(base, schema)
+
+
+def concurrent_ingesters(base: str, spec: SiteSpec, paths: list[str]) -> Run:
+    url, schema = _fresh_ledger(base, spec)
+    try:
+        started = time.perf_counter()
+        procs = [
+            subprocess.Popen(
+                _fairledger(url, "ingest", path), stdout=subprocess.PIPE, stderr=subprocess.PIPE
+            )
+            for path in paths
+        ]
+        for proc in procs:
+            _out, err = proc.communicate()
+            if proc.returncode != 0:
+                raise RuntimeError(f"an ingester failed: {err.decode(errors='replace').strip()}")
+        wall = time.perf_counter() - started
+        return Run(wall, *_counted(url))
+    finally:
+        _drop(base, schema)
+
+
+CONCURRENT_JOBS = 400_000  # enough that start-up is a small part of each ingester's time
+
+
+def row(ingesters: int = 4) -> tuple[str, str, str]:
+    """bench.run's row: (key, label, target)."""
+    return (
+        "concurrent-ingest",
+        f"{ingesters} concurrent ingesters (one per cluster) vs 1, same jobs",
+        "≥ 1.00× one ingester's rate, none lost or doubled",
+    )
+
+
+def measure(pg_url: str, spec: SiteSpec, jobs: int, ingesters: int = 4) -> tuple[str, bool]:
+    """bench.run's cell: the ratio of the two rates and each rate, checked ✓ when the K
+    ingesters are at least as fast and the ledger holds every job once."""
+    base = pg_url.split("?")[0]
+    with tempfile.TemporaryDirectory(prefix="fairledger-concurrent-") as folder:
+        whole = os.path.join(folder, "jobs.jsonl")
+        write_jobs([whole], spec, jobs, 1, EPOCH, EPOCH + WEEK)
+        paths = split_by_cluster(whole, folder, ingesters)
+        single = one_ingester(base, spec, paths, folder)
+        together = concurrent_ingesters(base, spec, paths)
+    whole_count = together.jobs == together.rows == jobs and single.jobs == single.rows == jobs
+    text = (
+        f"{single.wall / together.wall:.2f}× ({jobs / together.wall:,.0f} vs "
+        f"{jobs / single.wall:,.0f} jobs/s{'' if whole_count else ', WRONG COUNT'})"
+    )
+    return text, whole_count and together.wall <= single.wall
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.concurrent_ingest", description=__doc__)
+    parser.add_argument("--jobs", type=int, default=CONCURRENT_JOBS)
+    parser.add_argument("--associations", type=int, default=10_000)
+    parser.add_argument("--ingesters", type=int, default=4)
+    parser.add_argument("--pg-url", default=DEFAULT_PG_URL)
+    args = parser.parse_args(argv)
+    base = args.pg_url.split("?")[0]
+    spec = site_spec(args.associations)
+    with tempfile.TemporaryDirectory(prefix="fairledger-concurrent-") as folder:
+        whole = os.path.join(folder, "jobs.jsonl")
+        write_jobs([whole], spec, args.jobs, 1, EPOCH, EPOCH + WEEK)
+        paths = split_by_cluster(whole, folder, args.ingesters)
+        single = one_ingester(base, spec, paths, folder)
+        together = concurrent_ingesters(base, spec, paths)
+    print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    for label, run in (("1 ingester", single), (f"{args.ingesters} ingesters", together)):
+        rate = args.jobs / run.wall
+        whole_count = run.jobs == run.rows == args.jobs
+        print(
+            f"{label}: {args.jobs:,} jobs in {run.wall:.2f} s = {rate:,.0f} jobs/s; "
+            f"the ledger holds {run.jobs:,} job keys and {run.rows:,} jobs rows "
+            f"({'none lost or doubled' if whole_count else 'WRONG COUNT'})"
+        )
+    ok = together.wall <= single.wall and together.jobs == together.rows == args.jobs
+    print(
+        f"{args.ingesters} concurrent ingesters reach {single.wall / together.wall:.2f}× one "
+        f"ingester's rate: target ≥ 1.00× {'✓' if ok else '✗'}"
+    )
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
