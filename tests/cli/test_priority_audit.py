@@ -32,6 +32,7 @@ import json
 import pytest
 
 from tests.conftest import DATA, Store
+from tests.templates import built
 
 T0 = 1_700_000_000
 CHANGED = T0 + 6000
@@ -60,9 +61,14 @@ def slurm_site(store: Store, update_fshare_at: int | None = None) -> Store:
     return store
 
 
+def _slurm_site(store: Store) -> None:
+    slurm_site(store)
+
+
 @pytest.fixture
 def site(store: Store) -> Store:
-    return slurm_site(store)
+    built(store, _slurm_site)
+    return store
 
 
 def audit(site: Store, *args: str) -> dict:

@@ -17,14 +17,20 @@ import pytest
 
 from tests.builders import job_line
 from tests.conftest import T0, Store
+from tests.templates import built
 
 BUILT, SUBMIT = T0 + 10, T0 + 20
 HALF_DAY_LATER = SUBMIT + 43200  # age = 43200 / 86400 = 0.5
 
 
 @pytest.fixture
-def site(ledger_store: Store) -> Store:
-    s = ledger_store
+def site(store: Store) -> Store:
+    built(store, _site)
+    return store
+
+
+def _site(s: Store) -> None:
+    s.run("create-db")
     s.run("edit-config", "fairshare_algorithm=fair-tree", now=BUILT)
     s.run("add-bank", "root", "1", now=BUILT)
     s.run("add-bank", "physics", "1", "--parent-bank", "root", "--priority", "20", now=BUILT)
@@ -69,7 +75,6 @@ def site(ledger_store: Store) -> Store:
     job = job_line(1, user="bob", bank="chem", end=T0 + 15, seconds=5, queue="debug")
     s.run("ingest", "-", input=job + "\n", now=T0 + 16)
     s.run("update-fshare", now=SUBMIT)
-    return s
 
 
 def price(store: Store, *args: str, now: float = HALF_DAY_LATER) -> dict[str, object]:

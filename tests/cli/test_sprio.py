@@ -8,12 +8,18 @@ import json
 import pytest
 
 from tests.conftest import T0, Store
+from tests.templates import built
 
 DAY = 86400
 
 
 @pytest.fixture
 def site(store: Store) -> Store:
+    built(store, _site)
+    return store
+
+
+def _site(store: Store) -> None:
     """A Fair Tree site: physics and chem under root (amy, bob); partition batch (factor 1,
     10 nodes, 400 CPUs) and gpu (factor 4, tier 2, 2 nodes, 80 CPUs, 8 GPUs); QOS normal (10)
     and high (100); a 12-node, 480-CPU cluster; PriorityMaxAge 1 day."""
@@ -50,7 +56,6 @@ def site(store: Store) -> Store:
     )
     # No usage yet: Fair Tree ranks every association tied at the top, fair-share 1.0.
     store.run("update-fshare")
-    return store
 
 
 def line(**fields: object) -> str:
