@@ -170,16 +170,12 @@ class Ledger(Application):
     ) -> Ledger:
         # A SQLite file is checked before the library opens it (which would create it).
         if not store.is_postgres and not event_table_exists(store):
-            raise LedgerMissing(
-                store.missing_ledger()
-            )
+            raise LedgerMissing(store.missing_ledger())
         ledger = cls(store, now=now, actor=actor, conn=conn)
         events = append_only.table_names(store, ("events",))[0]
         if events not in ledger.log_present or not ledger.exists():
             ledger.close()
-            raise LedgerMissing(
-                store.missing_ledger()
-            )
+            raise LedgerMissing(store.missing_ledger())
         return ledger
 
     @classmethod
@@ -285,9 +281,7 @@ class Ledger(Application):
         try:
             site: Any = self.repository.get(SITE_ID)
         except AggregateNotFoundError:
-            raise LedgerMissing(
-                self.store.missing_ledger()
-            ) from None
+            raise LedgerMissing(self.store.missing_ledger()) from None
         assert isinstance(site, Site)
         return site
 
