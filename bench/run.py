@@ -66,6 +66,8 @@ RESULTS = Path(__file__).resolve().parent / "results"
 DEFAULT_PG_URL = os.environ.get("BENCH_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
 WEEKS = 8
 EXTRA_JOBS = 10_000
+# --scale: how each figure grows from the default size (docs/architecture.md, "Scale").
+SCALE_JOBS, SCALE_ASSOCIATIONS = 10_000_000, 50_000
 SACCT_CLUSTER = "slurm"  # the sacct jobs' cluster: their ids never meet the JSON jobs'
 MIB = 1024 * 1024
 
@@ -709,6 +711,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--quick", action="store_true", help="smoke run: 1,000 associations, 50,000 jobs"
     )
+    parser.add_argument(
+        "--scale",
+        action="store_true",
+        help="the on-demand size: 50,000 associations, 10,000,000 jobs (about 20 minutes a "
+        "store on 2 cores; 1.5 GB of generated JSON)",
+    )
     parser.add_argument("--pg-url", default=DEFAULT_PG_URL, help="PostgreSQL database to use")
     parser.add_argument(
         "--pg-db-functions",
@@ -747,10 +755,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help=f"runs of each start-up measure, the fastest kept (default {startup.RUNS})",
     )
     args = parser.parse_args(argv)
+    if args.quick and args.scale:
+        parser.error("--quick and --scale are two sizes: give one")
     if args.jobs is None:
-        args.jobs = 50_000 if args.quick else 1_000_000
+        args.jobs = 50_000 if args.quick else SCALE_JOBS if args.scale else 1_000_000
     if args.associations is None:
-        args.associations = 1_000 if args.quick else 10_000
+        args.associations = 1_000 if args.quick else SCALE_ASSOCIATIONS if args.scale else 10_000
     stores = [s.strip().lower() for s in args.stores.split(",") if s.strip()]
     stores = ["postgres" if s in ("pg", "postgresql") else s for s in stores]
     if not stores or any(s not in STORE_TITLES for s in stores):
