@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.cli.test_ingest import all_tables, job, write
+from tests.cli.test_ingest import all_tables, job
 from tests.conftest import T0, Store, create_ledger
+from tests.templates import built
 
 NOW = T0 + 90_000  # 2023-11-15T23:13:20Z: the ledger's clock for the reads below
 X = T0 + 2_800  # 2023-11-14T23:00:00Z: the instant every form below names
@@ -39,18 +39,22 @@ FORMS_OF_X = [
 
 
 @pytest.fixture
-def site(ledger_store: Store, tmp_path: Path) -> Store:
+def site(store: Store) -> Store:
+    built(store, _site)
+    return store
+
+
+def _site(s: Store) -> None:
     """root -> A: alice (from T0), bob (T0+1000), carol (T0+5000, after X); alice's jobs 1..3
     end at T0+100 (before X), T0+3700 and T0+86400 (after), each 10 s on one node."""
-    s = ledger_store
+    s.run("create-db")
     s.run("add-bank", "root", "1")
     s.run("add-bank", "A", "1", "--parent-bank", "root")
     s.run("add-user", "-u", "alice", "-i", "5001", "-B", "A")
     s.run("add-user", "-u", "bob", "-i", "5002", "-B", "A", now=T0 + 1000)
     s.run("add-user", "-u", "carol", "-i", "5003", "-B", "A", now=T0 + 5000)
     jobs = [job(1, end=T0 + 100), job(2, end=T0 + 3700), job(3, end=T0 + 86_400)]
-    s.run("ingest", write(tmp_path / f"{uuid.uuid4().hex}.jsonl", *jobs), now=NOW)
-    return s
+    s.run("ingest", "-", input="".join(f"{json.dumps(j)}\n" for j in jobs), now=NOW)
 
 
 def job_ids(store: Store, *args: str) -> list[str]:
