@@ -312,13 +312,15 @@ class PendingJob:
             )
         if not math.isfinite(self.fairshare) or self.fairshare < 0:
             raise InvalidValue(f"fair-share factor {self.fairshare} is not a number >= 0")
-        _check_uint(f"job {self.job_id} association priority", self.assoc_priority, UINT32_MAX - 1)
-        _check_uint(f"job {self.job_id} min_nodes", self.min_nodes, UINT32_MAX - 1)
-        _check_uint(f"job {self.job_id} cpus", self.cpus, UINT32_MAX - 1)
+        # A job not submitted yet (priority's what-if) has no ID: its values are named alone.
+        job = f"job {self.job_id} " if self.job_id else "the job's "
+        _check_uint(f"{job}association priority", self.assoc_priority, UINT32_MAX - 1)
+        _check_uint(f"{job}min_nodes", self.min_nodes, UINT32_MAX - 1)
+        _check_uint(f"{job}cpus", self.cpus, UINT32_MAX - 1)
         if self.time_limit is not None:
-            _check_uint(f"job {self.job_id} time limit", self.time_limit, UINT32_MAX - 1, low=1)
+            _check_uint(f"{job}time limit", self.time_limit, UINT32_MAX - 1, low=1)
         for name, count in self.tres.items():
-            _check_uint(f"job {self.job_id} TRES {name}", count, 2**64 - 1)
+            _check_uint(f"{job}TRES {name}", count, 2**64 - 1)
 
 
 @dataclass(frozen=True)

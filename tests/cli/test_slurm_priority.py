@@ -195,6 +195,11 @@ def test_a_what_if_fairshare(site: Store) -> None:
             ("--queue", "debug", "--nice", "2147483646"),
             "nice 2147483646 is out of range (-2147483645..2147483645)",
         ),
+        (("--queue", "debug", "--cpus", "-1"), "the job's cpus -1 is out of range (0..4294967294)"),
+        (
+            ("--queue", "debug", "--time-limit", "0"),
+            "the job's time limit 0 is out of range (1..4294967294)",
+        ),
         (
             ("--queue", "debug", "--tres", "gpu"),
             "invalid TRES request 'gpu' (use e.g. cpu=4,mem=8000,gres/gpu=2)",
