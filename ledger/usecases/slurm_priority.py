@@ -212,18 +212,23 @@ def slurm_priorities(
 
 
 def parse_tres_request(text: str | None) -> dict[str, int]:
-    """`--tres cpu=4,mem=8000,gres/gpu=2` (mem in MiB) as the priority keys TRES."""
+    """`--tres cpu=4,mem=8000,gres/gpu=2` as the priority keys TRES: each item read as Slurm
+    prints TRES (ledger.slurm.tres: a K/M/G/T/P unit allowed, mem counted in MiB), and whole."""
+    from ledger.slurm.tres import parse_tres
     from ledger.slurm_priority import tres_key
 
     counts: dict[str, int] = {}
     for item in csv_items(text or ""):
-        name, sep, count = item.partition("=")
-        if not sep or not name.strip() or not count.strip().isdigit():
+        try:
+            ((name, count),) = parse_tres(item).items()
+        except ValueError:
+            count = -1
+        if not isinstance(count, int) or count < 0:
             raise InvalidValue(
                 f"invalid TRES request {bounds.printable(repr(item))} (use e.g. "
                 "cpu=4,mem=8000,gres/gpu=2)"
             )
-        counts[tres_key(name)] = int(count)
+        counts[tres_key(name)] = count
     return counts
 
 

@@ -250,3 +250,14 @@ def test_a_flux_sites_queue_shows_flux_accountings_row(ledger_store: Store) -> N
     ledger_store.run("add-queue", "q")
     row = json.loads(ledger_store.run("view-queue", "q").stdout)[0]
     assert "priority_job_factor" not in row and "billing_weights" not in row
+
+
+def test_a_tres_request_reads_as_slurm_prints_tres() -> None:
+    from ledger.errors import InvalidValue
+    from ledger.usecases.slurm_priority import parse_tres_request
+
+    # mem in MiB: 8G is 8 × 1024; a type is matched in any case
+    assert parse_tres_request("cpu=4,mem=8G,GRES/gpu=2") == {"cpu": 4, "mem": 8192, "gres/gpu": 2}
+    for bad in ("gres/gpu=1.5", "gpu", "mem=-5", "cpu=4,,=3"):
+        with pytest.raises(InvalidValue, match="invalid TRES request"):
+            parse_tres_request(bad)
