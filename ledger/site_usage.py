@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -131,11 +131,7 @@ def association_usage(
     params = usage_params(state)
     current = period_of(at, params)
     resolver = AssociationResolver(state)
-    per_assoc: dict[AssocKey, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for total in totals:
-        key = resolver.resolve_cached(total.userid, total.username, total.bank)
-        if key is not None:
-            per_assoc[key][total.period].append(total.charge)
+    per_assoc = _charges_by_period(resolver, totals)
     cutoffs: dict[AssocKey, float] = {}
     if cleared:
         cutoffs = {(a.username, a.bank): state.usage_cutoff(a) for a in state.all_associations()}
@@ -169,12 +165,9 @@ def rebinned_usage(
     way. No usage cutoff may fall in the window (association_usage takes those charges out)."""
     params = usage_params(state)
     current = period_of(at, params)
-    resolver = AssociationResolver(state)
-    per_assoc: dict[AssocKey, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for total in totals:
-        key = resolver.resolve_cached(total.userid, total.username, total.bank)
-        if key is not None and key in kept and total.period in periods:
-            per_assoc[key][total.period].append(total.charge)
+    per_assoc = _charges_by_period(
+        AssociationResolver(state), totals, lambda key, period: key in kept and period in periods
+    )
     out = {}
     for key, old in kept.items():
         bins = list(old)
@@ -185,6 +178,21 @@ def rebinned_usage(
                 bins[age] = math.fsum(charges.get(period, []))
         out[key] = AssociationUsage(usage=decay_bins(bins, params), bins=bins)
     return out
+
+
+def _charges_by_period(
+    resolver: AssociationResolver,
+    totals: Iterable[PeriodTotal],
+    wanted: Callable[[AssocKey, int], bool] | None = None,
+) -> dict[AssocKey, dict[int, list[float]]]:
+    """The totals' charges by association and period (those `wanted`, if given), each list in
+    the totals' order for math.fsum."""
+    per_assoc: dict[AssocKey, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for total in totals:
+        key = resolver.resolve_cached(total.userid, total.username, total.bank)
+        if key is not None and (wanted is None or wanted(key, total.period)):
+            per_assoc[key][total.period].append(total.charge)
+    return per_assoc
 
 
 def bank_usage(state: SiteState, usage: dict[AssocKey, AssociationUsage]) -> dict[str, float]:
