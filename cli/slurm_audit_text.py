@@ -100,15 +100,22 @@ def _difference_json(d: Difference | None) -> dict[str, Any] | None:
     return {"value": d.value, "factor": d.factor, "slurm_value": d.slurm_value, "text": d.text}
 
 
-def audit_json(audit: JobAudit) -> dict[str, Any]:
-    job = audit.job
+def _job_columns(audit: JobAudit) -> dict[str, Any]:
+    """The job and where it ran: the first columns of both the JSON and the report's row."""
     return {
-        "jobid": _jobid(job),
-        "cluster": job.cluster,
+        "jobid": _jobid(audit.job),
+        "cluster": audit.job.cluster,
         "user": audit.association[0],
         "account": audit.association[1],
         "partition": audit.at_start.queue,
         "qos": audit.at_start.qos,
+    }
+
+
+def audit_json(audit: JobAudit) -> dict[str, Any]:
+    job = audit.job
+    return {
+        **_job_columns(audit),
         "nodes": job.nodes,
         "cpus": job.cpus,
         "time_limit": job.time_limit,
@@ -132,12 +139,7 @@ def audit_row(audit: JobAudit) -> dict[str, Any]:
     job = audit.job
     d = audit.difference
     return {
-        "jobid": _jobid(job),
-        "cluster": job.cluster,
-        "user": audit.association[0],
-        "account": audit.association[1],
-        "partition": audit.at_start.queue,
-        "qos": audit.at_start.qos,
+        **_job_columns(audit),
         "t_start": job.start,
         "start": iso(job.start),
         "recorded": job.recorded,
