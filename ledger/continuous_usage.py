@@ -25,6 +25,21 @@ ago). Half-life 0 means no decay: `b · uf · (t_end - t_start)`.
   a reset boundary later than t0, and stands for all usage before t0: job time before t0 is not
   counted again.
 
+A job fully in the past at T (t_end <= T) is kept as an *anchored term*, which does not depend
+on T, so that a site's usage can be carried forward from one update to the next by adding only
+the new jobs, and still equal to the bit what a whole recomputation gives:
+
+    term = b · uf · hl/ln2 · -expm1(-(t_end-t_start)·ln2/hl) · 2^((t_end - A)/hl)
+
+with A the anchor of t_end (a multiple of ANCHOR_HALF_LIVES half-lives at or before it, so the
+power stays below 2^ANCHOR_HALF_LIVES). Each term is counted in whole units of 2^-UNIT_BITS
+billing-seconds (exact for any term above 2^(53-UNIT_BITS), that is every real job), so an
+association's sum per anchor is an integer: the same whatever the order or grouping in which the
+jobs are added. Its usage at T is then Σ_A (sum_A · 2^-UNIT_BITS) · 2^(-(T-A)/hl), summed with
+`math.fsum` together with the jobs still running at T and the opening balance. This differs from
+evaluating each job at T by a few units in the last place (the rounding happens in another
+order); every path (updates, as-of, rebuild) uses this form, so they all agree exactly.
+
 Where this differs from Slurm (see docs/slurm-formats.md): Slurm's per-second factor is the
 first-order `1 - 0.693/hl` and it decays a whole calc period's charge at once; its DAILY and
 WEEKLY resets add 86400 s to a local midnight, so they drift by an hour across DST changes.
@@ -36,7 +51,7 @@ Pure: no I/O, no clock; the time asked about is always an argument.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from enum import StrEnum
@@ -152,12 +167,63 @@ def interval_usage(rate: float, t_start: float, t_end: float, at: float, half_li
     return rate / k * math.exp(-(at - end) * k) * -math.expm1(-elapsed * k)
 
 
+ANCHOR_HALF_LIVES = 256
+"""Anchors are this many half-lives apart: a term's power 2^((t_end - A)/hl) stays below 2^256,
+far from float overflow (2^1024) for any billing rate, and most sites have one anchor."""
+
+UNIT_BITS = 64
+"""Anchored terms are counted in units of 2^-64 billing-seconds (an integer: exact sums)."""
+
+_UNITS_PER_SECOND = float(2**UNIT_BITS)
+_UNIT_DIVISOR = 2**UNIT_BITS
+
+
+def anchor_of(t_end: float, half_life: float) -> float:
+    """The anchor of a job that ended at `t_end`: the multiple of ANCHOR_HALF_LIVES half-lives
+    at or before it (0 with no decay: one anchor)."""
+    if half_life == 0:
+        return 0.0
+    width = ANCHOR_HALF_LIVES * half_life
+    return math.floor(t_end / width) * width
+
+
+def settled_units(rate: float, t_start: float, t_end: float, half_life: float) -> int:
+    """A job fully in the past: `rate` per second from `t_start` to `t_end` as its anchored
+    term, in whole units of 2^-UNIT_BITS billing-seconds (truncated: below 2^-11 only)."""
+    elapsed = t_end - t_start
+    if elapsed <= 0 or rate == 0:
+        return 0
+    if half_life == 0:
+        return int(rate * elapsed * _UNITS_PER_SECOND)
+    k = _LN2 / half_life
+    grown = math.exp((t_end - anchor_of(t_end, half_life)) * k)
+    return int(rate / k * -math.expm1(-elapsed * k) * grown * _UNITS_PER_SECOND)
+
+
+def anchored_parts(sums: Mapping[float, int], at: float, half_life: float) -> list[float]:
+    """Each anchor's exact sum (settled_units) as its decayed usage at `at`: the parts to add
+    with math.fsum. An anchor after `at` holds no settled job, so none is asked about."""
+    return [
+        units / _UNIT_DIVISOR * decay_weight(at - anchor, half_life)
+        for anchor, units in sums.items()
+        if units
+    ]
+
+
 def charge_usage(charge: Charge, at: float, half_life: float, since: float | None = None) -> float:
     """One job's decayed usage at `at`, counting only its time after `since` (a reset boundary
     or an opening balance's time), if given."""
     _check_number(half_life, "half-life", minimum=0.0)
     start = charge.t_start if since is None else max(charge.t_start, since)
     return interval_usage(charge.billing * charge.usage_factor, start, charge.t_end, at, half_life)
+
+
+def check_span(billing: float, t_start: float, t_end: float) -> None:
+    """Refuses, as a Charge would, a span that is not a job's: cheaply, for a million rows."""
+    if not (0.0 <= billing < math.inf and -math.inf < t_start <= t_end < math.inf) or isinstance(
+        billing, bool
+    ):
+        Charge(billing, t_start, t_end)  # raises what charge_usage would
 
 
 def span_usage(
@@ -172,10 +238,7 @@ def span_usage(
     to the bit, without building a Charge: a Slurm site's update reads every recorded job (a
     million), and checking each as a Charge cost a third of it. A span a Charge would refuse is
     refused the same way."""
-    if not (0.0 <= billing < math.inf and -math.inf < t_start <= t_end < math.inf) or isinstance(
-        billing, bool
-    ):
-        Charge(billing, t_start, t_end)  # raises what charge_usage would
+    check_span(billing, t_start, t_end)
     start = t_start if since is None else max(t_start, since)
     return interval_usage(billing * 1.0, start, t_end, at, half_life)
 
@@ -188,7 +251,8 @@ def usage_at(
 ) -> float:
     """Raw usage at time `at`: the opening balance (if any, decayed, and zero once a reset
     boundary lies after it) plus every charge's decayed usage after the later of the last
-    reset boundary and the opening balance's time. Summed with `math.fsum`."""
+    reset boundary and the opening balance's time, the charges that ended by `at` in the
+    anchored form (the module's docstring). Summed with `math.fsum`."""
     _check_number(at, "time")
     boundary = last_reset(at, params.reset_period, params.timezone)
     since = boundary
@@ -201,7 +265,18 @@ def usage_at(
         since = opening.at if boundary is None else max(boundary, opening.at)
         if boundary is None or opening.at >= boundary:
             parts.append(opening.raw_usage * decay_weight(at - opening.at, params.half_life))
-    parts.extend(charge_usage(c, at, params.half_life, since) for c in charges)
+    half_life = params.half_life
+    _check_number(half_life, "half-life", minimum=0.0)
+    sums: dict[float, int] = {}
+    for c in charges:
+        start = c.t_start if since is None else max(c.t_start, since)
+        rate = c.billing * c.usage_factor
+        if c.t_end > at:  # still running: counted up to `at`, settled by a later reading
+            parts.append(interval_usage(rate, start, c.t_end, at, half_life))
+        else:
+            anchor = anchor_of(c.t_end, half_life)
+            sums[anchor] = sums.get(anchor, 0) + settled_units(rate, start, c.t_end, half_life)
+    parts.extend(anchored_parts(sums, at, half_life))
     return math.fsum(parts)
 
 

@@ -12,8 +12,12 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from ledger.continuous_usage import (
     DecayParams,
     ResetPeriod,
+    anchor_of,
+    anchored_parts,
+    check_span,
     decay_weight,
     last_reset,
+    settled_units,
     span_usage,
 )
 from ledger.errors import InvalidValue
@@ -285,18 +289,49 @@ def decay_params(state: SiteState) -> DecayParams:
     )
 
 
-def continuous_usage(
-    state: SiteState, jobs: Iterable[JobSpanTuple], balances: Iterable[BalanceEntry], at: float
-) -> dict[AssocKey, AssociationUsage]:
-    """Every association's raw usage at `at` under the continuous model (design §7):
-    Σ billing · hl/ln2 · (2^(−(T−t_end)/hl) − 2^(−(T−t_start)/hl)) over its jobs' time after the
-    last reset boundary and after its latest opening balance (which stands for all its usage
-    before), plus its balances decaying from their moment (gone once a reset follows them). A
-    job that ended at or before the association's usage cutoff (clear-usage, a bank's
-    ignore_older_than) counts nothing, as under the periods model."""
+AnchoredSums = dict[AssocKey, dict[float, int]]
+"""Per association, per anchor, the exact sum of its settled jobs' anchored terms
+(ledger.continuous_usage.settled_units)."""
+
+
+@dataclass
+class ContinuousReading:
+    """The continuous model at one moment `at`, in the parts an update carries forward:
+    `settled`, the anchored sums of the jobs fully in the past; `running`, each association's
+    decayed usage of the jobs that had started but not ended by `at` (they are settled later);
+    `opening`, its decayed opening balance; `since`, from when each association's jobs count
+    (the last reset boundary, or its latest opening balance's time: None, from the start)."""
+
+    at: float
+    half_life: float
+    boundary: float | None
+    since: dict[AssocKey, float | None]
+    opening: dict[AssocKey, list[float]] = field(default_factory=dict)
+    settled: AnchoredSums = field(default_factory=dict)
+    running: dict[AssocKey, list[float]] = field(default_factory=dict)
+
+    def usage(self, state: SiteState) -> dict[AssocKey, AssociationUsage]:
+        """Every association's raw usage at `at`."""
+        out = {}
+        for assoc in state.all_associations():
+            key = (assoc.username, assoc.bank)
+            parts = list(self.opening.get(key, []))
+            sums = self.settled.get(key)
+            if sums:
+                parts += anchored_parts(sums, self.at, self.half_life)
+            parts += self.running.get(key, [])
+            out[key] = AssociationUsage(usage=math.fsum(parts), bins=[])
+        return out
+
+
+def continuous_reading(
+    state: SiteState, balances: Iterable[BalanceEntry], at: float
+) -> ContinuousReading:
+    """A reading at `at` with no job yet: the reset boundary, each association's opening
+    balance decayed to `at` (gone once a reset follows it) and the time its jobs count from."""
     params = decay_params(state)
     boundary = last_reset(at, params.reset_period, params.timezone)
-    parts: dict[AssocKey, list[float]] = defaultdict(list)
+    reading = ContinuousReading(at, params.half_life, boundary, {})
     opened: dict[AssocKey, float] = {}
     for entry in balances:
         key = (entry.username, entry.bank)
@@ -304,25 +339,66 @@ def continuous_usage(
             continue
         opened[key] = max(opened.get(key, entry.at), entry.at)
         if boundary is None or entry.at >= boundary:
-            parts[key].append(entry.raw_usage * decay_weight(at - entry.at, params.half_life))
-    cutoffs = {(a.username, a.bank): state.usage_cutoff(a) for a in state.all_associations()}
-    resolve = AssociationResolver(state).resolve_cached
-    half_life = params.half_life
-    for userid, username, bank, billing, t_run, t_inactive in jobs:
-        found = resolve(userid, username, bank)
-        if found is None or t_inactive <= cutoffs[found]:
-            continue
-        balance = opened.get(found)
-        since = (
+            decayed = entry.raw_usage * decay_weight(at - entry.at, params.half_life)
+            reading.opening.setdefault(key, []).append(decayed)
+    for assoc in state.all_associations():
+        key = (assoc.username, assoc.bank)
+        balance = opened.get(key)
+        reading.since[key] = (
             boundary if balance is None else balance if boundary is None else max(boundary, balance)
         )
-        parts[found].append(span_usage(billing, t_run, t_inactive, at, half_life, since))
-    return {
-        (a.username, a.bank): AssociationUsage(
-            usage=math.fsum(parts.get((a.username, a.bank), [])), bins=[]
-        )
-        for a in state.all_associations()
-    }
+    return reading
+
+
+def add_jobs(
+    state: SiteState,
+    reading: ContinuousReading,
+    jobs: Iterable[JobSpanTuple],
+    resolver: AssociationResolver | None = None,
+) -> set[AssocKey]:
+    """Count `jobs` into `reading`: a job that ended by `at` into its association's anchored
+    sums, one still running at `at` into its running parts; one not started by `at`, or that
+    ended at or before its association's usage cutoff (clear-usage, a bank's
+    ignore_older_than), counts nothing, as under the periods model. Only the part of a job
+    after its association's `since` counts. Returns the associations whose sums grew."""
+    at, half_life = reading.at, reading.half_life
+    resolve = (resolver or AssociationResolver(state)).resolve_cached
+    cutoffs = {(a.username, a.bank): state.usage_cutoff(a) for a in state.all_associations()}
+    since_of, settled, running = reading.since, reading.settled, reading.running
+    grown: set[AssocKey] = set()
+    for userid, username, bank, billing, t_run, t_inactive in jobs:
+        found = resolve(userid, username, bank)
+        if found is None or t_inactive <= cutoffs[found] or t_run >= at:
+            continue
+        since = since_of.get(found)
+        if t_inactive > at:
+            running.setdefault(found, []).append(
+                span_usage(billing, t_run, t_inactive, at, half_life, since)
+            )
+            continue
+        check_span(billing, t_run, t_inactive)
+        start = t_run if since is None else max(t_run, since)
+        units = settled_units(billing * 1.0, start, t_inactive, half_life)
+        if units:
+            sums = settled.setdefault(found, {})
+            anchor = anchor_of(t_inactive, half_life)
+            sums[anchor] = sums.get(anchor, 0) + units
+            grown.add(found)
+    return grown
+
+
+def continuous_usage(
+    state: SiteState, jobs: Iterable[JobSpanTuple], balances: Iterable[BalanceEntry], at: float
+) -> dict[AssocKey, AssociationUsage]:
+    """Every association's raw usage at `at` under the continuous model (design §7):
+    Σ billing · hl/ln2 · (2^(−(T−t_end)/hl) − 2^(−(T−t_start)/hl)) over its jobs' time after the
+    last reset boundary and after its latest opening balance (which stands for all its usage
+    before), plus its balances decaying from their moment (gone once a reset follows them),
+    in the anchored form of ledger.continuous_usage (the jobs that ended by `at` as exact
+    sums), so that an update that carries the sums forward gives the same numbers."""
+    reading = continuous_reading(state, balances, at)
+    add_jobs(state, reading, jobs)
+    return reading.usage(state)
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from ledger.state import SiteState
 from ledger.store import log_tables
 from ledger.store.application import Ledger, _first_line, unprojectable_errors
 from ledger.store.connections import Connection
-from projections.writers import checkpoints, schema, usage_tables
+from projections.writers import checkpoints, continuous_state, schema, usage_tables
 from projections.writers.site_tables import write_touched
 
 PAGE_SIZE = 500
@@ -38,7 +38,12 @@ REBIN_KEYS = ("priority_decay_half_life",)
 
 
 def all_tables() -> dict[str, str]:
-    return {**schema.TABLES, **usage_tables.TABLES, **checkpoints.TABLES}
+    return {
+        **schema.TABLES,
+        **usage_tables.TABLES,
+        **checkpoints.TABLES,
+        **continuous_state.TABLES,
+    }
 
 
 def create_tables(conn: Connection) -> None:

@@ -26,12 +26,9 @@ from ledger.site_usage import (
     AssociationResolver,
     AssociationUsage,
     AssocKey,
-    BalanceEntry,
-    JobSpanTuple,
     PeriodTotal,
     association_usage,
     bank_usage,
-    continuous_usage,
     rebinned_usage,
     record_billing,
     site_ranking,
@@ -41,6 +38,7 @@ from ledger.site_usage import (
 from ledger.state import CONTINUOUS, WEIGHTED_WALK, Association, SiteState
 from ledger.store.connections import Connection
 from ledger.usage import UsageParams, period_of, period_start
+from projections.writers import continuous_state
 
 TABLES: dict[str, str] = {
     "jobs": """
@@ -483,23 +481,7 @@ def continuous_usage_at(
     """ledger.site_usage.continuous_usage over the jobs and opening balances recorded up to
     `max_position` (all when None). A job whose charge an opening balance already holds
     (`in_balance`) is left out, as under the periods model."""
-    upto = "" if max_position is None else " AND position <= ?"
-    args: tuple[Any, ...] = (at,) if max_position is None else (at, max_position)
-    # Plain rows in JobSpan's order: a Slurm site's update reads every job recorded.
-    jobs: list[JobSpanTuple] = conn.execute(
-        "SELECT userid, username, bank, billing, t_run, t_inactive FROM jobs "
-        f"WHERE in_balance = 0 AND t_run < ?{upto}",
-        args,
-    ).fetchall()
-    where = "" if max_position is None else " WHERE position <= ?"
-    balances = [
-        BalanceEntry(r["username"], r["bank"], float(r["at"]), r["charge_units"] / CHARGE_UNITS)
-        for r in conn.query(
-            f"SELECT username, bank, at, charge_units FROM usage_balance{where}",
-            () if max_position is None else (max_position,),
-        )
-    ]
-    return continuous_usage(state, jobs, balances, at)
+    return continuous_state.read_at(conn, state, at, max_position).usage(state)
 
 
 def _cleared_totals(
@@ -560,10 +542,8 @@ def settled_position(conn: Connection, state: SiteState, position: int, at: floa
     pair) is not (runner._Folder.apply), so only one followed by another event counts. Log
     times only grow, so the columns (whichever update between the mark and `position` wrote
     them last) are of the same period as the mark. The caller rules out a mark the log sets
-    aside (neutralized). Under the continuous model every job decays at its own rate, so usage
-    is always recomputed whole."""
-    if state.usage_model == CONTINUOUS:
-        return None
+    aside (neutralized). Under the continuous model the mark's anchored sums are carried
+    forward instead (continuous_state.update), unless a reset boundary came between."""
     candidates = [
         int(r["position"])
         for r in conn.query(
@@ -591,7 +571,8 @@ def settled_position(conn: Connection, state: SiteState, position: int, at: floa
     mark = max(candidates)
     params = usage_params(state)
     mark_at = conn.query("SELECT at FROM log_index WHERE position = ?", (mark,))[0]["at"]
-    if period_of(float(mark_at), params) != period_of(at, params):
+    continuous = state.usage_model == CONTINUOUS  # its resets: continuous_state's check
+    if not continuous and period_of(float(mark_at), params) != period_of(at, params):
         return None  # a period boundary: every association's bins moved
     changed = conn.query(
         "SELECT position FROM log_index WHERE position > ? AND position < ? "
@@ -694,7 +675,10 @@ def write_usage(
     }
     stored_bins: dict[AssocKey, str] | None = None
     recomputed: set[AssocKey] | None = None
-    if since is not None and position is not None:
+    continuous = state.usage_model == CONTINUOUS and position is not None
+    if continuous and position is not None:
+        usage = continuous_state.update(conn, state, at, position, since)
+    elif since is not None and position is not None:
         keys = [(a.username, a.bank) for a in state.all_associations()]
         if all(key in current for key in keys):
             users, periods = _touched(conn, state, since, position)
@@ -705,7 +689,7 @@ def write_usage(
                 fresh = _users_usage(conn, state, at, users, periods, stored_bins)
             usage.update(fresh)
             recomputed = set(fresh)
-    if recomputed is None:
+    if recomputed is None and not continuous:
         usage = usage_at(conn, state, at)
     ranking = Ranking({}, 0)
     if fairshare:

@@ -4,6 +4,7 @@ time across DST, and properties of the integral."""
 from __future__ import annotations
 
 import math
+import random
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
@@ -16,10 +17,14 @@ from ledger.continuous_usage import (
     DecayParams,
     OpeningBalance,
     ResetPeriod,
+    anchor_of,
+    anchored_parts,
     charge_usage,
     decay_weight,
+    interval_usage,
     last_reset,
     reset_boundaries,
+    settled_units,
     usage_at,
 )
 from ledger.errors import InvalidValue
@@ -258,3 +263,62 @@ def test_last_reset_is_a_period_start_at_or_before(
 def test_decay_weight() -> None:
     assert decay_weight(WEEK, WEEK) == pytest.approx(0.5, rel=1e-15)
     assert decay_weight(123.0, 0.0) == 1.0
+
+
+# --- the anchored form: jobs that ended, as exact sums that do not depend on the moment ------
+
+
+def test_anchors_are_256_half_lives_apart() -> None:
+    assert anchor_of(5.0 * 256 * WEEK + 3.0, WEEK) == 5.0 * 256 * WEEK
+    assert anchor_of(5.0 * 256 * WEEK - 1.0, WEEK) == 4.0 * 256 * WEEK
+    assert anchor_of(123456.0, 0.0) == 0.0  # no decay: one anchor
+
+
+def test_a_job_ended_at_its_anchor_is_its_usage_then_in_units_of_2_to_the_minus_64() -> None:
+    # 2 per second for one half-life, ended at the anchor 0: 2 · hl/ln2 · (1 - 1/2) = hl/ln2.
+    units = settled_units(2.0, -WEEK, 0.0, WEEK)
+    assert units / 2**64 == pytest.approx(WEEK / LN2, rel=1e-15)
+    # No decay: 3 per second for 10 s is 30 billing-seconds, exactly.
+    assert settled_units(3.0, 0.0, 10.0, 0.0) == 30 * 2**64
+
+
+def test_a_job_ended_half_lives_after_its_anchor_is_grown_by_as_many_doublings() -> None:
+    # The same job ending 3 half-lives after the anchor: its term is 2^3 times its usage then,
+    # and read 3 half-lives later (at the anchor + 6 hl) it is worth 2^-3 of that usage.
+    at_anchor = settled_units(2.0, -WEEK, 0.0, WEEK)
+    later = settled_units(2.0, 2 * WEEK, 3 * WEEK, WEEK)
+    assert later / at_anchor == pytest.approx(8.0, rel=1e-14)
+    [part] = anchored_parts({0.0: later}, 6 * WEEK, WEEK)
+    assert part == pytest.approx(WEEK / LN2 / 8, rel=1e-14)
+
+
+@given(st.lists(charges, min_size=1, max_size=8), half_lives, st.randoms())
+def test_the_sum_of_ended_jobs_is_the_same_in_any_order(
+    jobs: list[Charge], hl: float, rng: random.Random
+) -> None:
+    params = DecayParams(half_life=hl)
+    at = max(c.t_end for c in jobs) + 1.0
+    shuffled = list(jobs)
+    rng.shuffle(shuffled)
+    # Exactly equal, not approximately: the carried-forward update depends on it.
+    assert usage_at(at, shuffled, params) == usage_at(at, jobs, params)
+
+
+@given(st.lists(charges, min_size=1, max_size=6), half_lives, st.floats(0.0, 1e8))
+def test_the_anchored_form_is_the_integral(jobs: list[Charge], hl: float, after: float) -> None:
+    at = max(c.t_end for c in jobs) + after
+    direct = math.fsum(interval_usage(c.billing, c.t_start, c.t_end, at, hl) for c in jobs)
+    assert usage_at(at, jobs, DecayParams(half_life=hl)) == pytest.approx(
+        direct, rel=1e-12, abs=1e-9
+    )
+
+
+def test_jobs_across_anchors_each_count_from_their_own() -> None:
+    # Two one-second jobs at 1 per second, ending on either side of the anchor 256 hl, read
+    # at 300 hl: each is worth about 2^-(300 hl - end)/hl.
+    hl = 100.0
+    width = 256 * hl
+    jobs = [Charge(1.0, width - 2.0, width - 1.0), Charge(1.0, width, width + 1.0)]
+    at = 300 * hl
+    expected = math.fsum(interval_usage(1.0, c.t_start, c.t_end, at, hl) for c in jobs)
+    assert usage_at(at, jobs, DecayParams(half_life=hl)) == pytest.approx(expected, rel=1e-12)

@@ -1,0 +1,178 @@
+"""A Slurm site's usage carried forward: the continuous model's anchored sums as the last usage
+update left them, so that the next update reads only the jobs recorded since (and the few that
+were still running then) instead of every job of the site.
+
+ledger.site_usage.ContinuousReading holds the model at one moment: each association's exact
+integer sum per anchor of the jobs that had ended by then, which does not depend on the moment,
+and the parts that do (opening balances, running jobs). Adding jobs to an exact integer sum
+gives the same integer whatever the order, so the carried-forward reading equals, to the bit,
+the one a whole recomputation gives (tests/cli/test_continuous_incremental.py runs the two side
+by side).
+
+The sums are carried only while nothing but jobs and updates came between (the same rule as the
+periods model's usage_tables.settled_position: no site event, opening balance or clear-usage,
+which could change whose a job is, from when it counts, or the half-life) and no reset boundary
+was crossed (a reset restarts every sum).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ledger.bounds import CHARGE_UNITS
+from ledger.site_usage import (
+    AnchoredSums,
+    AssociationResolver,
+    AssociationUsage,
+    AssocKey,
+    BalanceEntry,
+    ContinuousReading,
+    JobSpanTuple,
+    add_jobs,
+    continuous_reading,
+)
+from ledger.state import SiteState
+from ledger.store.connections import Connection
+
+TABLES: dict[str, str] = {
+    # One row per association with settled jobs: {anchor: exact sum} as JSON, the sums as
+    # hexadecimal integers (they exceed every SQL integer type).
+    "continuous_sums": """
+        CREATE TABLE IF NOT EXISTS continuous_sums (
+            username TEXT NOT NULL,
+            bank TEXT NOT NULL,
+            sums TEXT NOT NULL,
+            PRIMARY KEY (username, bank)
+        )""",
+    # At most one row: the update whose reading the sums hold (its log position, its time,
+    # and the reset boundary then in force; NULL: no reset period).
+    "continuous_mark": """
+        CREATE TABLE IF NOT EXISTS continuous_mark (
+            position BIGINT NOT NULL,
+            at DOUBLE PRECISION NOT NULL,
+            boundary DOUBLE PRECISION
+        )""",
+}
+
+_JOB_COLUMNS = "userid, username, bank, billing, t_run, t_inactive"
+
+
+def read_at(
+    conn: Connection, state: SiteState, at: float, max_position: int | None = None
+) -> ContinuousReading:
+    """The whole reading at `at` from the jobs and opening balances recorded up to
+    `max_position` (all when None): what as-of queries and a full update compute."""
+    upto = "" if max_position is None else " AND position <= ?"
+    args: tuple[Any, ...] = (at,) if max_position is None else (at, max_position)
+    # Plain rows in JobSpan's order: a Slurm site's full update reads every job recorded.
+    jobs: list[JobSpanTuple] = conn.execute(
+        f"SELECT {_JOB_COLUMNS} FROM jobs WHERE in_balance = 0 AND t_run < ?{upto}", args
+    ).fetchall()
+    reading = continuous_reading(state, _balances(conn, max_position), at)
+    add_jobs(state, reading, jobs)
+    return reading
+
+
+def update(
+    conn: Connection, state: SiteState, at: float, position: int, since: int | None
+) -> dict[AssocKey, AssociationUsage]:
+    """Every association's usage at `at` for the usage update at log position `position`,
+    carried forward from the reading of the update at `since` (usage_tables.settled_position)
+    when the stored sums are that reading's and no reset boundary came between; else read
+    whole. Either way the sums are stored for the next update."""
+    carried = _carried(conn, state, at, position, since)
+    if carried is None:
+        reading = read_at(conn, state, at)
+        _store_all(conn, reading)
+    else:
+        reading, grown = carried
+        _store(conn, reading, grown)
+    conn.execute("DELETE FROM continuous_mark")
+    conn.execute("INSERT INTO continuous_mark VALUES (?, ?, ?)", (position, at, reading.boundary))
+    return reading.usage(state)
+
+
+def _carried(
+    conn: Connection, state: SiteState, at: float, position: int, since: int | None
+) -> tuple[ContinuousReading, set[AssocKey]] | None:
+    """The reading at `at` from the stored sums and the jobs they do not hold, or None when
+    the sums cannot be carried to `at`."""
+    if since is None:
+        return None
+    marks = conn.query("SELECT position, at, boundary FROM continuous_mark")
+    # The update the log says is settled, or a later one with nothing but jobs and updates
+    # between (an update-usage that an update-fshare follows at once: a replay folds the two,
+    # the live ledger wrote both; either's sums carry to the same numbers).
+    if len(marks) != 1 or not since <= int(marks[0]["position"]) < position:
+        return None
+    mark = int(marks[0]["position"])
+    mark_at = float(marks[0]["at"])
+    reading = continuous_reading(state, _balances(conn, None), at)
+    stored_boundary = marks[0]["boundary"]
+    if reading.boundary != (None if stored_boundary is None else float(stored_boundary)):
+        return None  # a reset: every sum starts again
+    if conn.query("SELECT 1 FROM usage_balance WHERE at > ? LIMIT 1", (mark_at,)):
+        return None  # a balance dated after the mark now moves when its jobs count from
+    reading.settled = _stored_sums(conn)
+    # The jobs recorded since the mark, and those the mark's reading held as running (ended
+    # after it): both are counted now, settled if they have ended by `at`.
+    jobs: list[JobSpanTuple] = conn.execute(
+        f"SELECT {_JOB_COLUMNS} FROM jobs WHERE in_balance = 0 AND position > ? AND position < ?",
+        (mark, position),
+    ).fetchall()
+    jobs += conn.execute(
+        f"SELECT {_JOB_COLUMNS} FROM jobs WHERE in_balance = 0 AND position <= ? "
+        "AND t_inactive > ?",
+        (mark, mark_at),
+    ).fetchall()
+    grown = add_jobs(state, reading, jobs, AssociationResolver(state))
+    return reading, grown
+
+
+def _balances(conn: Connection, max_position: int | None) -> list[BalanceEntry]:
+    where = "" if max_position is None else " WHERE position <= ?"
+    return [
+        BalanceEntry(r["username"], r["bank"], float(r["at"]), r["charge_units"] / CHARGE_UNITS)
+        for r in conn.query(
+            f"SELECT username, bank, at, charge_units FROM usage_balance{where}",
+            () if max_position is None else (max_position,),
+        )
+    ]
+
+
+def _encode(sums: dict[float, int]) -> str:
+    # Sorted: the same sums give the same text whichever job added an anchor first.
+    return json.dumps({repr(anchor): format(units, "x") for anchor, units in sorted(sums.items())})
+
+
+def _decode(text: str) -> dict[float, int]:
+    return {float(anchor): int(units, 16) for anchor, units in json.loads(text).items()}
+
+
+def _stored_sums(conn: Connection) -> AnchoredSums:
+    return {
+        (r["username"], r["bank"]): _decode(r["sums"])
+        for r in conn.query("SELECT username, bank, sums FROM continuous_sums")
+    }
+
+
+def _store_all(conn: Connection, reading: ContinuousReading) -> None:
+    conn.execute("DELETE FROM continuous_sums")
+    _insert(conn, reading, set(reading.settled))
+
+
+def _store(conn: Connection, reading: ContinuousReading, grown: set[AssocKey]) -> None:
+    """Rewrite only the rows of the associations whose sums grew."""
+    if not grown:
+        return
+    conn.executemany("DELETE FROM continuous_sums WHERE username = ? AND bank = ?", sorted(grown))
+    _insert(conn, reading, grown)
+
+
+def _insert(conn: Connection, reading: ContinuousReading, keys: set[AssocKey]) -> None:
+    conn.insert_rows(
+        "continuous_sums",
+        ("username", "bank", "sums"),
+        [(key[0], key[1], _encode(reading.settled[key])) for key in sorted(keys)],
+    )

@@ -1,0 +1,171 @@
+"""A Slurm site's usage carried forward (projections.writers.continuous_state): an update adds
+only the jobs recorded since the last one, and those still running then, to the anchored sums
+it stored. Its numbers must be, to the bit, those a whole recomputation gives: each cycle runs
+beside a twin ledger that records a harmless site event (a new project) before every update,
+which makes the twin read every job again. Each cycle also counts the whole readings the ledger
+under test made, so a carried-forward update that silently fell back to a whole reading fails."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from projections.writers import continuous_state
+from tests.cli.test_cron import CREATED, _site, twin  # noqa: F401 (a fixture)
+from tests.cli.test_ingest import all_tables, job, write
+from tests.conftest import T0, Store
+
+HALF_LIFE = 604800.0  # PriorityDecayHalfLife's default, 7 days
+MIDNIGHT = 1_700_006_400.0  # 2023-11-15 00:00 UTC, the first DAILY reset after T0
+
+
+@pytest.fixture
+def whole_readings(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """The store URL of every whole reading (continuous_state.read_at) made while it runs."""
+    calls: list[str] = []
+    real = continuous_state.read_at
+
+    def counted(conn: Any, *args: Any, **kwargs: Any) -> Any:
+        calls.append(conn.config.describe())
+        return real(conn, *args, **kwargs)
+
+    monkeypatch.setattr(continuous_state, "read_at", counted)
+    yield calls
+
+
+class Pair:
+    def __init__(self, fast: Store, full: Store, tmp_path: Path, readings: list[str]) -> None:
+        self.fast, self.full, self.tmp_path, self.readings = fast, full, tmp_path, readings
+        self.files = 0
+
+    def ingest(self, now: float, *jobs: dict[str, Any]) -> None:
+        self.files += 1
+        path = write(self.tmp_path / f"jobs{self.files}.jsonl", *jobs)
+        for store in (self.fast, self.full):
+            store.run("ingest", path, now=now)
+
+    def update(self, now: float, whole: bool, *command: str) -> None:
+        """`command` (cron by default) on both; `whole`: the ledger under test must read every
+        job again (a site event, a reset), else carry its sums forward."""
+        self.readings.clear()
+        self.fast.run(*(command or ("cron",)), now=now)
+        assert len(self.readings) == (1 if whole else 0), self.readings
+        self.files += 1
+        self.full.run("add-project", f"p{self.files}", now=now)
+        self.full.run(*(command or ("cron",)), now=now)
+        assert _shown(self.fast, now) == _shown(self.full, now)
+
+
+def _shown(store: Store, now: float) -> dict[str, Any]:
+    users = json.loads(store.run("list-users", "--json", now=now).stdout)
+    return {
+        "users": {(r["username"], r["bank"]): (r["job_usage"], r["fairshare"]) for r in users},
+        "sshare": store.run("sshare", "-l", now=now).stdout,
+    }
+
+
+def _slurm_site(store: Store) -> None:
+    _site(store)
+    store.run("edit-config", "fairshare_algorithm=fair-tree", now=CREATED)
+
+
+def _decayed(ncores: float, start: float, end: float, at: float) -> float:
+    """One job's continuous usage at `at`, straight from the integral (design §7)."""
+    k = math.log(2.0) / HALF_LIFE
+    return ncores / k * (math.exp(-(at - end) * k) - math.exp(-(at - start) * k))
+
+
+def _usage(store: Store, now: float) -> dict[tuple[str, str], float]:
+    users = json.loads(store.run("list-users", "--json", now=now).stdout)
+    return {(r["username"], r["bank"]): r["job_usage"] for r in users}
+
+
+def test_updates_carry_the_sums_forward_and_give_a_whole_readings_numbers(
+    store: Store,
+    twin: Store,  # noqa: F811 (the fixture)
+    tmp_path: Path,
+    whole_readings: list[str],
+) -> None:
+    _slurm_site(store)
+    _slurm_site(twin)
+    pair = Pair(store, twin, tmp_path, whole_readings)
+    now = T0 + 600
+    pair.ingest(now, job(1, end=T0, duration=100), job(2, end=T0 + 100, duration=60))
+    pair.update(now, True)  # the first update after the site's events reads everything
+
+    # bob's job, a late one of alice's, and one of alice's still running at this update
+    # (it ends 500 s after it): counted up to now, then settled by the next update.
+    now += 600
+    pair.ingest(
+        now,
+        job(3, end=now - 50, duration=40, userid=5002),
+        job(4, end=T0 - 3000, duration=30),
+        job(5, end=now + 500, duration=700),
+    )
+    pair.update(now, False)
+    pair.update(now + 60, False)  # no new job: the running one is still running
+    now += 1000
+    pair.update(now, False)  # job 5 has ended: settled from the mark's running jobs
+
+    # By hand: every job has ended; alice's four jobs in physics (her default bank), bob's one.
+    expected = {
+        ("alice", "physics"): math.fsum(
+            _decayed(1, end - duration, end, now)
+            for end, duration in ((T0, 100), (T0 + 100, 60), (T0 - 3000, 30), (T0 + 1700, 700))
+        ),
+        ("bob", "chemistry"): _decayed(1, T0 + 1150 - 40, T0 + 1150, now),
+        ("alice", "chemistry"): 0.0,
+    }
+    assert _usage(store, now) == pytest.approx(expected, rel=1e-12)
+
+    # The separate commands carry the sums too; clear-usage is a site event: all read again.
+    pair.ingest(now + 60, job(6, end=now + 30, duration=7, bank="chemistry"))
+    pair.update(now + 60, False, "update-usage")
+    pair.update(now + 120, False, "update-fshare")
+    for store_ in (store, twin):
+        store_.run("clear-usage", "chemistry", now=now + 180)
+    pair.ingest(now + 240, job(7, end=now + 200, duration=9, userid=5002))
+    pair.update(now + 240, True)
+
+    # The past, asked of both: the same trees and sshare.
+    for asked in (T0 + 700, now - 500, now + 200):
+        for args in (("view-bank", "root", "-t"), ("sshare", "-l")):
+            asked_args = (*args, "--as-of", f"{asked:.3f}")
+            later = now + 300
+            assert (
+                store.run(*asked_args, now=later).stdout == twin.run(*asked_args, now=later).stdout
+            )
+
+    # A rebuild folds the same log into the same tables, the carried sums included.
+    before = all_tables(store)
+    store.run("rebuild", now=now + 300)
+    assert all_tables(store) == before
+
+
+def test_a_reset_boundary_restarts_the_sums(
+    store: Store,
+    twin: Store,  # noqa: F811 (the fixture)
+    tmp_path: Path,
+    whole_readings: list[str],
+) -> None:
+    for ledger in (store, twin):
+        _slurm_site(ledger)
+        ledger.run("edit-config", "priority_usage_reset_period=DAILY", now=CREATED)
+    pair = Pair(store, twin, tmp_path, whole_readings)
+    now = MIDNIGHT - 1200
+    pair.ingest(now, job(1, end=now - 100, duration=300))
+    pair.update(now, True)
+    # A job across midnight, recorded before it: only its time after midnight counts then.
+    pair.ingest(now + 600, job(2, end=MIDNIGHT + 400, duration=1000))
+    pair.update(now + 600, False)
+    pair.update(MIDNIGHT + 600, True)  # the reset: every sum starts again
+    assert _usage(store, MIDNIGHT + 600)[("alice", "physics")] == pytest.approx(
+        _decayed(1, MIDNIGHT, MIDNIGHT + 400, MIDNIGHT + 600), rel=1e-12
+    )
+    pair.ingest(MIDNIGHT + 900, job(3, end=MIDNIGHT + 800, duration=50, userid=5002))
+    pair.update(MIDNIGHT + 900, False)
