@@ -26,7 +26,8 @@ from ledger.usecases.session import Session
 NEW_JOBS = 10_000
 CYCLE_TARGET = 0.5  # seconds: 10k new jobs at 1M jobs / 10k associations, ingest excluded
 IDLE_TARGET = 0.2  # seconds: no new job
-FAIR_TREE_TARGET = 0.5  # seconds: update-fshare at 10k associations
+FAIR_TREE_TARGET = 0.5  # seconds: update-fshare after 10k new jobs, at 10k associations
+FAIR_TREE_COLD_TARGET = 5.0  # seconds: the first after a site event reads every job
 HOUR = 3600.0
 IDLE_RUNS = 3  # idle cycles, the fastest kept (the machine is shared)
 
@@ -48,7 +49,16 @@ def rows() -> list[tuple[str, str, str]]:
             f"cron cycle, no new job (fastest of {IDLE_RUNS}; CLI)",
             f"≤ {IDLE_TARGET} s",
         ),
-        ("fair-tree", "Fair Tree site: update-fshare (in process; CLI)", f"≤ {FAIR_TREE_TARGET} s"),
+        (
+            "fair-tree-cold",
+            "Fair Tree site: update-fshare after the switch (in process)",
+            f"≤ {FAIR_TREE_COLD_TARGET} s",
+        ),
+        (
+            "fair-tree",
+            f"Fair Tree site: update-fshare, +{NEW_JOBS:,} jobs (in process; CLI)",
+            f"≤ {FAIR_TREE_TARGET} s",
+        ),
     ]
 
 
@@ -88,7 +98,7 @@ def measure(cli: Runs, url: str, spec: SiteSpec, first_id: int, now: float) -> d
     first job ID not used yet. Each step runs an hour of the ledger's time after the last."""
     cells: dict[str, Cell] = {}
     with tempfile.TemporaryDirectory(prefix="fairledger-cron-bench-") as folder:
-        paths = [os.path.join(folder, f"more-{n}.jsonl") for n in range(2)]
+        paths = [os.path.join(folder, f"more-{n}.jsonl") for n in range(3)]
         for n, path in enumerate(paths):
             start = now + n * HOUR
             write_jobs([path], spec, NEW_JOBS, first_id + n * NEW_JOBS, start, start + HOUR, 7 + n)
@@ -109,13 +119,19 @@ def measure(cli: Runs, url: str, spec: SiteSpec, first_id: int, now: float) -> d
             at += 60
             idle.append(timed(url, at, _cycle))
         cells["cron-idle"] = _cell(min(idle), step.wall, IDLE_TARGET)
-    at += 60
-    cli.run("fair-tree-switch", ["edit-config", "fairshare_algorithm=fair-tree"], now=at)
-    at += 60
-    inside = timed(url, at, _update_fshare)
-    at += 60
-    step = cli.run("fair-tree-cli", ["update-fshare"], now=at)
-    cells["fair-tree"] = _cell(inside, step.wall, FAIR_TREE_TARGET)
+        # Fair Tree: the switch is a site event, so the first update reads every job; the
+        # next, after 10k more jobs, carries the usage forward (continuous_state).
+        at += 60
+        cli.run("fair-tree-switch", ["edit-config", "fairshare_algorithm=fair-tree"], now=at)
+        at += 60
+        cold = timed(url, at, _update_fshare)
+        cells["fair-tree-cold"] = f"{cold:.2f} s", cold <= FAIR_TREE_COLD_TARGET
+        at += HOUR
+        cli.run("fair-tree-ingest", ["ingest", paths[2]], now=at)
+        inside = timed(url, at, _update_fshare)
+        at += 60
+        step = cli.run("fair-tree-cli", ["update-fshare"], now=at)
+        cells["fair-tree"] = _cell(inside, step.wall, FAIR_TREE_TARGET)
     return cells
 
 

@@ -26,6 +26,7 @@ import argparse
 import contextlib
 import hashlib
 import io
+import math
 import os
 import platform
 import random
@@ -808,6 +809,22 @@ def _source_digest() -> str:
     return digest.hexdigest()[:12]
 
 
+REFERENCE_LOOP = 10_000_000
+
+
+def _reference_loop() -> float:
+    """Seconds of a plain CPython loop, the fastest of 3: machines of the same kind differ
+    (one ran this 2.5 times slower than another), and every figure here is CPython's."""
+    best = math.inf
+    for _ in range(3):
+        started = time.perf_counter()
+        total = 0
+        for step in range(REFERENCE_LOOP):
+            total += step
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
 def _load() -> str:
     one, five, _fifteen = os.getloadavg()
     return f"{one:.1f}/{five:.1f}"
@@ -868,6 +885,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{os.cpu_count()} CPUs, load avg (1/5 min) {load_before} before, {_load()} after; "
         f"Python {platform.python_version()}, {_server_versions(args.pg_url, args.stores)}.",
         f"Code: {code}, sources {digest}.",
+        f"This machine's CPython: {_reference_loop():.2f} s for a {REFERENCE_LOOP:,}-step loop "
+        "(the fastest of 3; compare it before comparing figures of two machines).",
     ]
     if _source_digest() != digest:
         caption.append(
@@ -887,15 +906,15 @@ def main(argv: list[str] | None = None) -> int:
         out.print(f"[red]{line}[/red]")
 
     buffer = io.StringIO()
-    text = Console(file=buffer, width=150, no_color=True, force_terminal=False)
+    report = Console(file=buffer, width=150, no_color=True, force_terminal=False)
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-    text.print(
+    report.print(
         f"{command}\n{stamp}; data generated in {gen_time:.1f} s; "
         f"whole run {time.perf_counter() - started:.0f} s"
     )
-    text.print(table)
+    report.print(table)
     for line in errors:
-        text.print(line)
+        report.print(line)
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "latest.txt").write_text(buffer.getvalue(), encoding="utf-8")
     log(f"table written to {RESULTS / 'latest.txt'}")
