@@ -117,6 +117,9 @@ class Ledger(Application):
         self.requested_now = now
         self.actor = actor
         self.projector: Projector | None = None
+        # Shown the Site a command is about to change (the projector keeps a copy of its state
+        # to fold the command's events onto, instead of loading the Site a second time).
+        self.before_command: Callable[[Site], None] | None = None
         self._conn = conn
         self._owns_conn = False
         self._log_ready = False
@@ -300,6 +303,8 @@ class Ledger(Application):
 
         def work(conn: Connection) -> T:
             site = self.site()
+            if self.before_command is not None:
+                self.before_command(site)
             result = command(site, self.stamp(reason, source))
             events = site.collect_events()
             if events:

@@ -20,9 +20,9 @@ from ledger.fairshare import Ranking
 from ledger.joblog import JobLog
 from ledger.neutralizations import Neutralizations, in_log
 from ledger.reducers import Touched, fold
-from ledger.site import SITE_ID
+from ledger.site import SITE_ID, Site
 from ledger.site_usage import AssociationUsage, AssocKey
-from ledger.state import SiteState
+from ledger.state import SiteState, copy_state
 from ledger.store import log_tables
 from ledger.store.application import Ledger, _first_line, unprojectable_errors
 from ledger.store.connections import Connection
@@ -269,6 +269,16 @@ def project(
 def attach(ledger: Ledger) -> None:
     """Make `ledger` project what it appends, in the same transaction."""
     ledger.projector = lambda conn, appended: project(ledger, conn, appended)
+    ledger.before_command = lambda site: _remember(ledger, site)
+
+
+def _remember(ledger: Ledger, site: Site) -> None:
+    """The state a command starts from is the one its events are folded onto, when the read
+    models are current: a copy taken before the command changes it spares the projector
+    loading the Site again (0.15 s at 10,000 associations, on every write of a new process)."""
+    cached = _FOLDED.get(ledger)
+    if cached is None or cached[0] != site.version:
+        _FOLDED[ledger] = (site.version, copy_state(site.state))
 
 
 def catch_up(ledger: Ledger, conn: Connection) -> int:
