@@ -10,7 +10,6 @@ else 0.5)."""
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import uuid
 from collections.abc import Iterator
 
@@ -248,8 +247,8 @@ def test_an_unchanged_site_stores_no_rows(ledger_store: Store) -> None:
         first, last = (checkpoints.read(conn, m.position) for m in (markers[0], markers[-1]))
         newest = markers[-1].position
         assert {k: e.source for k, e in last.items()} == dict.fromkeys(USERS.items(), newest)
-        assert {k: dataclasses.replace(e, source=None) for k, e in first.items()} == {
-            k: dataclasses.replace(e, source=None) for k, e in last.items()
+        assert {k: e._replace(source=None) for k, e in first.items()} == {
+            k: e._replace(source=None) for k, e in last.items()
         }
     finally:
         conn.close()
