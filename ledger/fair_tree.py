@@ -53,7 +53,6 @@ plain double (Windows, macOS on ARM) the results are those of a double implement
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -242,7 +241,9 @@ class _Walk:
         keyed = [(self.calc_assoc_fs(assoc), assoc.is_user, assoc) for assoc in siblings]
         # qsort with `_cmp_level_fs`; glibc's qsort is a merge sort here, so entries that compare
         # equal keep their children-list (lineage) order, which Python's sort also guarantees.
-        keyed.sort(key=functools.cmp_to_key(_compare_keyed))
+        # As a key: higher LevelFS first, then users before accounts (compare_level_fs's order;
+        # LevelFS is never NaN: U = 0 gives inf, S = 0 gives 0), at a tenth of a cmp's cost.
+        keyed.sort(key=_level_fs_order)
         prev_level_fs = _NO_VAL_LD
         for index, (lf, is_user, assoc) in enumerate(keyed):
             tied = True if index == 0 and account_tied else bool(prev_level_fs == lf)
@@ -257,7 +258,5 @@ class _Walk:
             prev_level_fs = lf
 
 
-def _compare_keyed(
-    a: tuple[np.longdouble, bool, Association], b: tuple[np.longdouble, bool, Association]
-) -> int:
-    return compare_level_fs((a[0], a[1]), (b[0], b[1]))
+def _level_fs_order(keyed: tuple[np.longdouble, bool, Association]) -> tuple[np.longdouble, bool]:
+    return -keyed[0], not keyed[1]

@@ -6,6 +6,7 @@ would print: no tolerance.
 
 from __future__ import annotations
 
+import functools
 import random
 from fractions import Fraction
 
@@ -15,7 +16,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ledger.errors import InvalidValue
-from ledger.fair_tree import LONG_DOUBLE_IS_X87, compute_fair_tree
+from ledger.fair_tree import (
+    LONG_DOUBLE_IS_X87,
+    _level_fs_order,
+    compare_level_fs,
+    compute_fair_tree,
+)
 from ledger.slurm_shares import PARENT, ROOT, SlurmAccount, SlurmUser, build_tree
 from tests.unit.slurm_vectors import expected_fields, load_vector
 
@@ -374,3 +380,19 @@ def test_fair_tree_invariants(
     rnd.shuffle(shuffled_accounts)
     rnd.shuffle(shuffled_users)
     assert compute_fair_tree(shuffled_accounts, shuffled_users) == result
+
+
+# --- the siblings' order: a sort key in place of Slurm's `_cmp_level_fs` ---------------------
+
+_LEVEL_FS = st.sampled_from([0.0, 0.5, 1.0, 2.0, float("inf"), 4294967294.0])  # NO_VAL too
+
+
+@given(st.lists(st.tuples(_LEVEL_FS, st.booleans()), max_size=12))
+def test_the_sort_key_orders_siblings_as_slurms_comparator_does(
+    siblings: list[tuple[float, bool]],
+) -> None:
+    keyed = [(np.longdouble(lf), is_user, index) for index, (lf, is_user) in enumerate(siblings)]
+    by_slurm = sorted(keyed, key=functools.cmp_to_key(lambda a, b: compare_level_fs(a[:2], b[:2])))
+    by_key = sorted(keyed, key=_level_fs_order)  # type: ignore[arg-type]
+    # The same order, ties (equal LevelFS, both users or both accounts) in lineage order.
+    assert [k[2] for k in by_key] == [k[2] for k in by_slurm]
