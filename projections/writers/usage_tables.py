@@ -478,9 +478,9 @@ def usage_at(
 def continuous_usage_at(
     conn: Connection, state: SiteState, at: float, max_position: int | None = None
 ) -> dict[AssocKey, AssociationUsage]:
-    """ledger.site_usage.continuous_usage over the jobs and opening balances recorded up to
-    `max_position` (all when None). A job whose charge an opening balance already holds
-    (`in_balance`) is left out, as under the periods model."""
+    """The continuous model's usage (ledger.site_usage.ContinuousReading) from the jobs and
+    opening balances recorded up to `max_position` (all when None). A job whose charge an
+    opening balance already holds (`in_balance`) is left out, as under the periods model."""
     return continuous_state.read_at(conn, state, at, max_position).usage(state)
 
 
@@ -668,7 +668,8 @@ def write_usage(
     left out of the returned usage). The numbers are those a whole recomputation gives. The
     weighted walk is the one `walked(since, usage)` gives, if it gives one (the walk of that
     update, when it ranked this very usage: the same tree over the same usage ranks the same;
-    a Slurm algorithm's values are always recomputed)."""
+    a Slurm algorithm's values are always recomputed). Under the continuous model the usage
+    is continuous_state.update's, which carries the sums of the update at `since` forward."""
     current = {
         (r["username"], r["bank"]): r
         for r in conn.query("SELECT username, bank, job_usage, fairshare FROM association_table")
