@@ -74,6 +74,7 @@ SACCT_TIME_FORMAT = "%Y-%m-%dT%H:%M:%S"  # slurm_make_time_str's %FT%T, a wall t
 
 _ISO = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}")
 _EPOCH = re.compile(r"-?\d+")
+_EPOCH_WALL = datetime(1970, 1, 1)
 _STATE = re.compile(r"([A-Z_]+)(?: by (\d+))?\+?")
 _JOB_ID = re.compile(r"\d+(?:_\d+|\+\d+)?")
 
@@ -331,6 +332,8 @@ def _time(row: Mapping[str, str], column: str, zone: Any) -> float | None:
         wall = _wall_time(text)
     except ValueError:
         raise LineError(f"{column} {text!r} is not a valid date and time") from None
+    if zone.key == "UTC":  # no gap to look for: the seconds since the epoch, as timestamp() does
+        return (wall - _EPOCH_WALL).total_seconds()
     local = wall.replace(tzinfo=zone)
     stamp = local.timestamp()
     if datetime.fromtimestamp(stamp, zone).replace(tzinfo=None) != wall:

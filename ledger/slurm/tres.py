@@ -10,6 +10,7 @@ for the rest. Names are matched case-insensitively by Slurm and kept lower-cased
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 
@@ -42,9 +43,17 @@ def parse_tres(text: str) -> dict[str, int | float]:
 
     ValueError naming the offending item if one is malformed or a name repeats.
     """
+    return dict(_parsed(text))
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed(text: str) -> tuple[tuple[str, int | float], ...]:
+    """parse_tres's items, once per distinct string: a site's jobs repeat a few node shapes
+    (sacct's AllocTRES was a third of reading a line). Immutable, so a caller's dict is its
+    own; a refusal is not cached and is raised again."""
     out: dict[str, int | float] = {}
     if not text.strip():
-        return out
+        return ()
     for item in text.split(","):
         item = item.strip()
         if not item:
@@ -57,7 +66,7 @@ def parse_tres(text: str) -> dict[str, int | float]:
             raise ValueError(f"TRES {name!r} appears twice in {text!r}")
         count = parse_tres_count(name, value)
         out[name] = int(count) if count.is_integer() else count
-    return out
+    return tuple(out.items())
 
 
 def format_tres(tres: dict[str, int | float]) -> str:

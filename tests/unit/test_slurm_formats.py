@@ -54,6 +54,18 @@ def test_tres_units_to_mib() -> None:
     assert parse_tres("") == {}
 
 
+def test_a_parsed_tres_string_is_the_callers_own_each_time() -> None:
+    """parse_tres reads each distinct string once: what it hands out must still be a fresh
+    dict, and a malformed string refused every time it is met."""
+    first = parse_tres("cpu=8,mem=16G")
+    first["cpu"] = 1
+    first["gres/gpu"] = 2
+    assert parse_tres("cpu=8,mem=16G") == {"cpu": 8, "mem": 16384}
+    for _ in range(2):
+        with pytest.raises(ValueError, match="appears twice"):
+            parse_tres("cpu=8,CPU=4")
+
+
 @pytest.mark.parametrize("text", ["cpu", "cpu=x", "mem=1Q", "cpu=-1", "cpu=1,cpu=2", "c pu=1"])
 def test_tres_malformed(text: str) -> None:
     with pytest.raises(ValueError):
