@@ -39,6 +39,8 @@ def whole_readings(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
 
 
 class Pair:
+    """The ledger under test and its twin, which reads every job at every update."""
+
     def __init__(self, fast: Store, full: Store, tmp_path: Path, readings: list[str]) -> None:
         self.fast, self.full, self.tmp_path, self.readings = fast, full, tmp_path, readings
         self.files = 0
