@@ -181,23 +181,36 @@ _UNIT_DIVISOR = 2**UNIT_BITS
 def anchor_of(t_end: float, half_life: float) -> float:
     """The anchor of a job that ended at `t_end`: the multiple of ANCHOR_HALF_LIVES half-lives
     at or before it (0 with no decay: one anchor)."""
-    if half_life == 0:
-        return 0.0
-    width = ANCHOR_HALF_LIVES * half_life
-    return math.floor(t_end / width) * width
+    return Settler(half_life).settle(0.0, t_end, t_end)[0]
 
 
 def settled_units(rate: float, t_start: float, t_end: float, half_life: float) -> int:
     """A job fully in the past: `rate` per second from `t_start` to `t_end` as its anchored
     term, in whole units of 2^-UNIT_BITS billing-seconds (truncated: below 2^-11 only)."""
-    elapsed = t_end - t_start
-    if elapsed <= 0 or rate == 0:
-        return 0
-    if half_life == 0:
-        return int(rate * elapsed * _UNITS_PER_SECOND)
-    k = _LN2 / half_life
-    grown = math.exp((t_end - anchor_of(t_end, half_life)) * k)
-    return int(rate / k * -math.expm1(-elapsed * k) * grown * _UNITS_PER_SECOND)
+    return Settler(half_life).settle(rate, t_start, t_end)[1]
+
+
+class Settler:
+    """settled_units and anchor_of for one half-life, with its constants worked out once: a
+    Slurm site's whole reading settles a million jobs."""
+
+    def __init__(self, half_life: float) -> None:
+        self.half_life = half_life
+        self.k = _LN2 / half_life if half_life else 0.0
+        self.width = ANCHOR_HALF_LIVES * half_life
+
+    def settle(self, rate: float, t_start: float, t_end: float) -> tuple[float, int]:
+        """(the anchor of `t_end`, the job's anchored term in units): see settled_units."""
+        if not self.half_life:
+            elapsed = t_end - t_start
+            return 0.0, int(rate * elapsed * _UNITS_PER_SECOND) if elapsed > 0 else 0
+        anchor = math.floor(t_end / self.width) * self.width
+        elapsed = t_end - t_start
+        if elapsed <= 0 or rate == 0:
+            return anchor, 0
+        k = self.k
+        grown = math.exp((t_end - anchor) * k)
+        return anchor, int(rate / k * -math.expm1(-elapsed * k) * grown * _UNITS_PER_SECOND)
 
 
 def anchored_parts(sums: Mapping[float, int], at: float, half_life: float) -> list[float]:
@@ -268,14 +281,15 @@ def usage_at(
     half_life = params.half_life
     _check_number(half_life, "half-life", minimum=0.0)
     sums: dict[float, int] = {}
+    settle = Settler(half_life).settle
     for c in charges:
         start = c.t_start if since is None else max(c.t_start, since)
         rate = c.billing * c.usage_factor
         if c.t_end > at:  # still running: counted up to `at`, settled by a later reading
             parts.append(interval_usage(rate, start, c.t_end, at, half_life))
         else:
-            anchor = anchor_of(c.t_end, half_life)
-            sums[anchor] = sums.get(anchor, 0) + settled_units(rate, start, c.t_end, half_life)
+            anchor, units = settle(rate, start, c.t_end)
+            sums[anchor] = sums.get(anchor, 0) + units
     parts.extend(anchored_parts(sums, at, half_life))
     return math.fsum(parts)
 

@@ -12,12 +12,11 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from ledger.continuous_usage import (
     DecayParams,
     ResetPeriod,
-    anchor_of,
+    Settler,
     anchored_parts,
     check_span,
     decay_weight,
     last_reset,
-    settled_units,
     span_usage,
 )
 from ledger.errors import InvalidValue
@@ -365,6 +364,7 @@ def add_jobs(
     resolve = (resolver or AssociationResolver(state)).resolve_cached
     cutoffs = {(a.username, a.bank): state.usage_cutoff(a) for a in state.all_associations()}
     since_of, settled, running = reading.since, reading.settled, reading.running
+    settle = Settler(half_life).settle
     grown: set[AssocKey] = set()
     for userid, username, bank, billing, t_run, t_inactive in jobs:
         found = resolve(userid, username, bank)
@@ -376,12 +376,17 @@ def add_jobs(
                 span_usage(billing, t_run, t_inactive, at, half_life, since)
             )
             continue
-        check_span(billing, t_run, t_inactive)
-        start = t_run if since is None else max(t_run, since)
-        units = settled_units(billing * 1.0, start, t_inactive, half_life)
+        if (
+            not (0.0 <= billing < math.inf and -math.inf < t_run <= t_inactive < math.inf)
+            or billing.__class__ is bool
+        ):
+            check_span(billing, t_run, t_inactive)  # raises what a Charge would
+        start = t_run if since is None or since <= t_run else since
+        anchor, units = settle(billing * 1.0, start, t_inactive)
         if units:
-            sums = settled.setdefault(found, {})
-            anchor = anchor_of(t_inactive, half_life)
+            sums = settled.get(found)
+            if sums is None:
+                sums = settled[found] = {}
             sums[anchor] = sums.get(anchor, 0) + units
             grown.add(found)
     return grown
