@@ -23,7 +23,6 @@ most about twice the site's associations.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from ledger.fairshare import Ranking
@@ -121,16 +120,25 @@ def read(conn: Connection, position: int) -> dict[AssocKey, Entry]:
     if mark is None:
         return {}
     out: dict[AssocKey, Entry] = {}
-    for r in conn.query(
+    # Tuples, not query()'s dicts: up to twice the site's associations on every update.
+    for username, bank, gone, created, active, fairshare, source, usage, rank, of in conn.rows(
         f"SELECT username, bank, gone, {_COLUMNS} FROM fairshare_checkpoints "
         "WHERE position >= ? AND position <= ? ORDER BY position",
         (mark[0], position),
     ):
-        key = (r["username"], r["bank"])
-        if r["gone"]:
-            out.pop(key, None)
+        if gone:
+            out.pop((username, bank), None)
         else:
-            out[key] = _entry(r, position)
+            # As _entry: a ranked row's walk is this checkpoint's own.
+            out[(username, bank)] = Entry(
+                float(created),
+                bool(active),
+                float(fairshare),
+                position if rank is not None else source,
+                float(usage),
+                rank,
+                of,
+            )
     return out
 
 
@@ -183,29 +191,51 @@ def entries(
     """The checkpoint of the walk at `position` that gave `ranking`, given the one before it:
     the values ledger.fairshare_in_force.after_walk leaves, with the walk's ranks. Pure."""
     given = after_walk(state, position, ranking, previous)
+    ranks = ranking.ranks
+    of = ranking.ranked_of
     out = {}
     for assoc in state.all_associations():
         key = (assoc.username, assoc.bank)
+        value = given[key]
         out[key] = Entry(
-            creation_time=assoc.creation_time,
-            active=assoc.active,
-            fairshare=given[key].fairshare,
-            source=given[key].source,
-            job_usage=usage[key].usage,
-            rank=ranking.ranks.get(key),
-            ranked_of=ranking.ranked_of,
+            assoc.creation_time,
+            assoc.active,
+            value.fairshare,
+            value.source,
+            usage[key].usage,
+            ranks.get(key),
+            of,
         )
     return out
 
 
-@dataclass(frozen=True)
 class Written:
-    """A checkpoint written (or read back): its mark and its entries (as read() gives them)."""
+    """A checkpoint written (or read back): its mark, and its entries (as read() gives them),
+    read back from `conn` only when first asked for: an update that changes nothing (an idle
+    cron cycle) needs only the mark."""
 
-    base: int
-    chain_rows: int
-    entries: dict[AssocKey, Entry]
-    position: int
+    def __init__(
+        self,
+        base: int,
+        chain_rows: int,
+        position: int,
+        entries: dict[AssocKey, Entry] | None = None,
+        conn: Connection | None = None,
+    ) -> None:
+        if entries is None and conn is None:
+            raise ValueError("a checkpoint needs its entries or a connection to read them")
+        self.base = base
+        self.chain_rows = chain_rows
+        self.position = position
+        self._entries = entries
+        self._conn = conn
+
+    @property
+    def entries(self) -> dict[AssocKey, Entry]:
+        if self._entries is None:
+            assert self._conn is not None
+            self._entries = read(self._conn, self.position)
+        return self._entries
 
     def ranking(self) -> Ranking:
         """The walk's ranks as this checkpoint keeps them: the ranking the walk at `position`
@@ -216,19 +246,32 @@ class Written:
 
 
 def latest_before(conn: Connection, position: int) -> Written | None:
-    """The last checkpoint before `position`, read back (None: there is none)."""
+    """The last checkpoint before `position` (None: there is none); its entries are read
+    when first asked for."""
     before = previous_position(conn, position)
     mark = _mark(conn, before) if before is not None else None
     if before is None or mark is None:
         return None
-    return Written(mark[0], mark[1], read(conn, before), before)
+    return Written(mark[0], mark[1], before, conn=conn)
 
 
-def _storable(entry: Entry) -> Entry:
-    """The entry as stored: a ranked one without its source (see _entry)."""
-    if entry.rank is None or entry.source is None:
-        return entry
-    return Entry(entry[0], entry[1], entry[2], None, entry[4], entry[5], entry[6])
+def repeat(conn: Connection, last: Written, position: int) -> Written:
+    """Keep at `position` the checkpoint of a walk that left every entry as `last` did (the
+    same associations, usage and ranks): its mark alone, over the same rows, as write would
+    leave it having found no change."""
+    conn.execute(
+        "INSERT INTO fairshare_checkpoint_marks (position, base, chain_rows) VALUES (?, ?, ?)",
+        (position, last.base, last.chain_rows),
+    )
+    return Written(last.base, last.chain_rows, position, conn=conn)
+
+
+def _same_row(a: Entry, b: Entry | None) -> bool:
+    """Whether `a` and `b` are stored as the same row: a ranked entry is stored without its
+    source (see _entry), so two ranked ones are compared without it."""
+    if b is None:
+        return False
+    return a[:3] == b[:3] and a[4:] == b[4:] and (a.rank is not None or a.source == b.source)
 
 
 def write(
@@ -250,13 +293,11 @@ def write(
         last = latest_before(conn, position)
     mark, previous = ((last.base, last.chain_rows), last.entries) if last else (None, {})
     walked = entries(state, position, usage, ranking, previous)
-    now = {key: _storable(e) for key, e in walked.items()}
-    before_rows = {key: _storable(e) for key, e in previous.items()}
-    changed = [(key, e) for key, e in now.items() if before_rows.get(key) != e]
-    gone = [key for key in previous if key not in now]
+    changed = [(key, e) for key, e in walked.items() if not _same_row(e, previous.get(key))]
+    gone = [key for key in previous if key not in walked]
     delta = len(changed) + len(gone)
-    if mark is None or mark[1] + delta > len(now):
-        rows, base, chain = list(now.items()), position, 0
+    if mark is None or mark[1] + delta > len(walked):
+        rows, base, chain = list(walked.items()), position, 0
         gone = []
     else:
         rows, base, chain = changed, mark[0], mark[1] + delta
@@ -270,7 +311,7 @@ def write(
                 e.creation_time,
                 int(e.active),
                 e.fairshare,
-                e.source,
+                e.source if e.rank is None else None,  # see _same_row
                 e.job_usage,
                 e.rank,
                 e.ranked_of,
@@ -284,7 +325,7 @@ def write(
         "INSERT INTO fairshare_checkpoint_marks (position, base, chain_rows) VALUES (?, ?, ?)",
         (position, base, chain),
     )
-    return Written(base, chain, walked, position)
+    return Written(base, chain, position, walked)
 
 
 _ROW_COLUMNS = (

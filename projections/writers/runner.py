@@ -22,7 +22,7 @@ from ledger.neutralizations import Neutralizations, in_log
 from ledger.reducers import Touched, fold
 from ledger.site import SITE_ID, Site
 from ledger.site_usage import AssociationUsage, AssocKey
-from ledger.state import SiteState, copy_state
+from ledger.state import CONTINUOUS, SiteState, copy_state
 from ledger.store import log_tables
 from ledger.store.application import Ledger, _first_line, unprojectable_errors
 from ledger.store.connections import Connection
@@ -152,6 +152,18 @@ class _Folder:
             return None
         return last.ranking()
 
+    def _unchanged(self, since: int | None, last: checkpoints.Written, position: int) -> bool:
+        """Whether the update at `position` finds what the update-fshare at `since` left: it
+        wrote the last checkpoint, no job was recorded since and nothing else changed the
+        usage (settled_position: no site event, no opening balance, the same period). Not
+        under the continuous model, whose usage decays between any two moments."""
+        return (
+            since is not None
+            and last.position == since
+            and self.state.usage_model != CONTINUOUS
+            and not usage_tables.jobs_recorded_between(self.conn, since, position)
+        )
+
     def _settled(self, position: int, at: float) -> int | None:
         """usage_tables.settled_position, unless this fold sets that update aside: then it
         wrote nothing."""
@@ -204,8 +216,16 @@ class _Folder:
             at = event.timestamp.timestamp()
             if self.last_checkpoint is None:  # the first of this fold: read back once
                 self.last_checkpoint = checkpoints.latest_before(self.conn, position)
+            since = self._settled(position, at)
+            last = self.last_checkpoint
+            if last is not None and self._unchanged(since, last, position):
+                # The walk would rank the same usage as the one at `since` did: every column
+                # and entry stays as it is (an idle cron cycle).
+                usage_tables.mark_bins_at(self.conn, at)
+                self.last_checkpoint = checkpoints.repeat(self.conn, last, position)
+                return
             usage, ranking = usage_tables.write_usage(
-                self.conn, self.state, at, True, position, self._settled(position, at), self._walk
+                self.conn, self.state, at, True, position, since, self._walk
             )
             self.last_checkpoint = checkpoints.write(
                 self.conn, self.state, position, usage, ranking, self.last_checkpoint

@@ -670,9 +670,12 @@ def write_usage(
     update, when it ranked this very usage: the same tree over the same usage ranks the same;
     a Slurm algorithm's values are always recomputed). Under the continuous model the usage
     is continuous_state.update's, which carries the sums of the update at `since` forward."""
-    current = {
-        (r["username"], r["bank"]): r
-        for r in conn.query("SELECT username, bank, job_usage, fairshare FROM association_table")
+    # (job_usage, fairshare) per association, as tuples: a row per association on every update.
+    current: dict[AssocKey, tuple[float, float]] = {
+        (username, bank): (job_usage, fairshare)
+        for username, bank, job_usage, fairshare in conn.rows(
+            "SELECT username, bank, job_usage, fairshare FROM association_table"
+        )
     }
     stored_bins: dict[AssocKey, str] | None = None
     recomputed: set[AssocKey] | None = None
@@ -683,7 +686,7 @@ def write_usage(
         keys = [(a.username, a.bank) for a in state.all_associations()]
         if all(key in current for key in keys):
             users, periods = _touched(conn, state, since, position)
-            usage = {key: AssociationUsage(float(current[key]["job_usage"]), []) for key in keys}
+            usage = {key: AssociationUsage(float(current[key][0]), []) for key in keys}
             fresh = {}
             if users:
                 stored_bins = _stored_bins(conn)
@@ -702,13 +705,11 @@ def write_usage(
     updates = []
     for key, value in usage.items():
         row = current.get(key)
-        new_share = shown_after_walk(shares.get(key), row["fairshare"] if row else None)
-        if row is None or row["job_usage"] != value.usage or row["fairshare"] != new_share:
+        new_share = shown_after_walk(shares.get(key), row[1] if row else None)
+        if row is None or row[0] != value.usage or row[1] != new_share:
             updates.append((value.usage, new_share, key[0], key[1]))
     _update_by_association(conn, "association_table", ("job_usage", "fairshare"), updates)
-    shown = {
-        r["bank"]: r["job_usage"] for r in conn.query("SELECT bank, job_usage FROM bank_table")
-    }
+    shown = dict(conn.rows("SELECT bank, job_usage FROM bank_table"))
     conn.executemany(
         "UPDATE bank_table SET job_usage = ? WHERE bank = ?",
         [
@@ -751,8 +752,8 @@ def _update_by_association(
 
 def _stored_bins(conn: Connection) -> dict[AssocKey, str]:
     return {
-        (r["username"], r["bank"]): r["bins"]
-        for r in conn.query("SELECT username, bank, bins FROM job_usage_bins")
+        (username, bank): bins
+        for username, bank, bins in conn.rows("SELECT username, bank, bins FROM job_usage_bins")
     }
 
 
@@ -766,7 +767,7 @@ def _write_bins(
     """Every association's bins as `usage` holds them; with `only`, the bins of those
     associations alone are new (the others' are kept). `stored`: the table's bins, if read."""
     if only is not None and not only:
-        conn.execute("UPDATE job_usage_bins SET at = ?", (at,))
+        mark_bins_at(conn, at)
         return
     if stored is None:
         stored = _stored_bins(conn)
@@ -781,10 +782,24 @@ def _write_bins(
         ("bins",),
         [(bins, *k) for k, bins in fresh.items() if k in stored and stored[k] != bins],
     )
-    conn.execute("UPDATE job_usage_bins SET at = ?", (at,))
+    mark_bins_at(conn, at)
     conn.executemany(
         "INSERT INTO job_usage_bins VALUES (?, ?, ?, ?)",
         [(k[0], k[1], at, bins) for k, bins in fresh.items() if k not in stored],
+    )
+
+
+def mark_bins_at(conn: Connection, at: float) -> None:
+    """Every stored bin is as of `at` (an update found them unchanged)."""
+    conn.execute("UPDATE job_usage_bins SET at = ?", (at,))
+
+
+def jobs_recorded_between(conn: Connection, since: int, position: int) -> bool:
+    """Whether any job was recorded after log position `since` and before `position`."""
+    return bool(
+        conn.rows(
+            "SELECT 1 FROM jobs WHERE position > ? AND position < ? LIMIT 1", (since, position)
+        )
     )
 
 

@@ -195,3 +195,73 @@ def test_only_jobs_since_the_last_update_leave_the_mark_standing(
     assert _settled(ledger_store, T0 + 240) == usage_at
     ledger_store.run("add-project", "climate", now=T0 + 240)
     assert _settled(ledger_store, T0 + 300) is None
+
+
+def _checkpoint_rows(store: Store) -> dict[int, int]:
+    """Rows stored per checkpoint (position -> rows), every checkpoint listed."""
+    conn = Connection(parse_store_url(store.url))
+    try:
+        marks = [int(p) for (p,) in conn.rows("SELECT position FROM fairshare_checkpoint_marks")]
+        counts = dict(
+            conn.rows("SELECT position, COUNT(*) FROM fairshare_checkpoints GROUP BY position")
+        )
+    finally:
+        conn.close()
+    return {p: int(counts.get(p, 0)) for p in sorted(marks)}
+
+
+def _history(store: Store, user: str, now: float) -> list[tuple[Any, ...]]:
+    """report fairshare-history without its log positions (the twin's are further on)."""
+    found = json.loads(
+        store.run("report", "fairshare-history", "--user", user, "--json", now=now).stdout
+    )
+    return [(r["time"], r["job_usage"], r["fairshare"], r["rank"], r["of"]) for r in found]
+
+
+def test_an_idle_cycle_keeps_the_last_update_without_recomputing_it(
+    store: Store,
+    twin: Store,  # noqa: F811 (the fixture)
+    tmp_path: Path,
+    monkeypatch: Any,
+) -> None:
+    """An update that finds no job and no change since the last update-fshare writes no
+    column and no checkpoint row, only the checkpoint's mark: and every answer, now and as of
+    then, is the one a whole recomputation (the twin's) gives."""
+    _site(store)
+    _site(twin)
+    pair = Pair(store, twin, tmp_path)
+    now = period(2) + 3600
+    pair.ingest(now, job(1, end=period(2) + 600, duration=100), job(2, end=now - 60, userid=5002))
+    pair.cron(now)
+
+    recomputed: list[str] = []
+    real = usage_tables.write_usage
+
+    def counted(conn: Connection, *args: Any, **kwargs: Any) -> Any:
+        recomputed.append(conn.config.describe())
+        return real(conn, *args, **kwargs)
+
+    monkeypatch.setattr(usage_tables, "write_usage", counted)
+    before = _checkpoint_rows(store)
+    pair.cron(now + 60)  # nothing new: the twin recomputes (its new project), this one keeps
+    assert recomputed == [parse_store_url(twin.url).describe()]
+    after = _checkpoint_rows(store)
+    idle = max(after)
+    assert after == {**before, idle: 0}  # a mark over the rows of the checkpoint before
+
+    # The separate command idle too, then a cycle with a job: recomputed again.
+    pair.run(now + 120, "update-fshare")
+    assert len(recomputed) == 2
+    pair.ingest(now + 180, job(3, end=now + 150, duration=30))
+    pair.cron(now + 180)
+    assert len(recomputed) == 4
+
+    for user in ("alice", "bob"):
+        assert _history(store, user, now + 180) == _history(twin, user, now + 180)
+    for asked in (now + 60, now + 120):
+        args = ("view-bank", "root", "-t", "--as-of", f"{asked:.3f}")
+        assert store.run(*args, now=now + 180).stdout == twin.run(*args, now=now + 180).stdout
+    # A rebuild folds the log in one pass (its checkpoints in memory) into the same tables.
+    tables = all_tables(store)
+    store.run("rebuild", now=now + 180)
+    assert all_tables(store) == tables
