@@ -3,6 +3,7 @@ per-period charge totals. Projections, live commands and as-of queries all call 
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
@@ -64,13 +65,16 @@ class AssociationResolver:
 
     def __init__(self, state: SiteState) -> None:
         self.state = state
-        owners: dict[int, set[str]] = defaultdict(set)
-        for assoc in state.all_associations():
-            owners[assoc.userid].add(assoc.username)
-        self.user_of_uid = {
-            uid: next(iter(names)) for uid, names in owners.items() if len(names) == 1
-        }
         self._resolved: dict[tuple[int | None, str | None, str | None], AssocKey | None] = {}
+
+    @functools.cached_property
+    def user_of_uid(self) -> dict[int, str]:
+        """The one user holding each userid (a userid two users hold resolves to no one).
+        Built on first need: most jobs name their user, and a site has 10,000 associations."""
+        owners: dict[int, set[str]] = defaultdict(set)
+        for assoc in self.state.all_associations():
+            owners[assoc.userid].add(assoc.username)
+        return {uid: next(iter(names)) for uid, names in owners.items() if len(names) == 1}
 
     def resolve_cached(
         self, userid: int | None, username: str | None, bank: str | None
