@@ -366,13 +366,22 @@ def add_jobs(
     after its association's `since` counts. Returns the associations whose sums grew."""
     at, half_life = reading.at, reading.half_life
     resolve = (resolver or AssociationResolver(state)).resolve_cached
-    cutoffs = {(a.username, a.bank): state.usage_cutoff(a) for a in state.all_associations()}
+    # Each association's cutoff once it has a job: a warm update's jobs touch a fraction of
+    # a site's associations.
+    cutoffs: dict[AssocKey, float] = {}
     since_of, settled, running = reading.since, reading.settled, reading.running
     settle = Settler(half_life).settle
     grown: set[AssocKey] = set()
     for userid, username, bank, billing, t_run, t_inactive in jobs:
         found = resolve(userid, username, bank)
-        if found is None or t_inactive <= cutoffs[found] or t_run >= at:
+        if found is None or t_run >= at:
+            continue
+        cutoff = cutoffs.get(found)
+        if cutoff is None:
+            assoc = state.association(*found)
+            assert assoc is not None  # resolve() finds only associations that exist
+            cutoff = cutoffs[found] = state.usage_cutoff(assoc)
+        if t_inactive <= cutoff:
             continue
         since = since_of.get(found)
         if t_inactive > at:
