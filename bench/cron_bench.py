@@ -62,12 +62,17 @@ def rows() -> list[tuple[str, str, str]]:
     ]
 
 
-def timed(url: str, now: float, work: Callable[[Session], object]) -> float:
+def timed(url: str, now: float, work: Callable[[Session], object], slurm: bool = False) -> float:
     """Wall seconds of `work` on a new session of `url` at `now`, opening the ledger included
-    (not the import of the modules a write needs: that is start-up, which the CLI pays once)."""
+    (not the import of the modules a write needs: that is start-up, which the CLI pays once;
+    with `slurm`, a Slurm site's write needs Fair Tree's and classic's, numpy with them)."""
     import ledger.site  # noqa: F401
     import ledger.store.application  # noqa: F401
     import projections.writers.runner  # noqa: F401
+
+    if slurm:
+        import ledger.classic_fairshare  # noqa: F401
+        import ledger.fair_tree  # noqa: F401
 
     if url.startswith("postgresql"):
         import psycopg  # noqa: F401
@@ -124,11 +129,11 @@ def measure(cli: Runs, url: str, spec: SiteSpec, first_id: int, now: float) -> d
         at += 60
         cli.run("fair-tree-switch", ["edit-config", "fairshare_algorithm=fair-tree"], now=at)
         at += 60
-        cold = timed(url, at, _update_fshare)
+        cold = timed(url, at, _update_fshare, slurm=True)
         cells["fair-tree-cold"] = f"{cold:.2f} s", cold <= FAIR_TREE_COLD_TARGET
         at += HOUR
         cli.run("fair-tree-ingest", ["ingest", paths[2]], now=at)
-        inside = timed(url, at, _update_fshare)
+        inside = timed(url, at, _update_fshare, slurm=True)
         at += 60
         step = cli.run("fair-tree-cli", ["update-fshare"], now=at)
         cells["fair-tree"] = _cell(inside, step.wall, FAIR_TREE_TARGET)
