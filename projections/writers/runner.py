@@ -26,6 +26,7 @@ from ledger.state import CONTINUOUS, SiteState, copy_state
 from ledger.store import log_tables
 from ledger.store.application import Ledger, _first_line, unprojectable_errors
 from ledger.store.connections import Connection
+from ledger.usage_effects import moves_usage
 from projections.writers import checkpoints, continuous_state, schema, usage_tables
 from projections.writers.site_tables import write_touched
 
@@ -95,7 +96,9 @@ def _site_state(ledger: Ledger, version: int) -> SiteState:
 
 
 def log_kind(event: Any) -> str:
-    """What the log index calls an event: as-of looks up fair-share snapshots by kind."""
+    """What the log index calls an event: as-of looks up fair-share snapshots by kind, and an
+    update asks whether anything but jobs changed the usage since the last ("site") or only
+    what the fair-share makes of it ("policy": ledger.usage_effects)."""
     if isinstance(event, ev.FairshareUpdated):
         return "fairshare"
     if isinstance(event, ev.UsageUpdated):
@@ -104,7 +107,7 @@ def log_kind(event: Any) -> str:
         return "balance"  # stored fair-share values in force until the next update-fshare
     if isinstance(event, JobLog.JobsRecorded | JobLog.Opened):
         return "jobs"
-    return "site"
+    return "site" if moves_usage(event) else "policy"
 
 
 class _Folder:
@@ -154,14 +157,16 @@ class _Folder:
 
     def _unchanged(self, since: int | None, last: checkpoints.Written, position: int) -> bool:
         """Whether the update at `position` finds what the update-fshare at `since` left: it
-        wrote the last checkpoint, no job was recorded since and nothing else changed the
-        usage (settled_position: no site event, no opening balance, the same period). Not
+        wrote the last checkpoint, no job was recorded since, nothing else changed the usage
+        (settled_position: no site event, no opening balance, the same period) and nothing
+        changed what the walk makes of it (no policy event: shares, an empty bank). Not
         under the continuous model, whose usage decays between any two moments."""
         return (
             since is not None
             and last.position == since
             and self.state.usage_model != CONTINUOUS
             and not usage_tables.jobs_recorded_between(self.conn, since, position)
+            and not usage_tables.policy_changed_between(self.conn, since, position)
         )
 
     def _settled(self, position: int, at: float) -> int | None:

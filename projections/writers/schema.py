@@ -14,11 +14,12 @@ from ledger.flux_accounting.tables import (
     QUEUE_COLUMNS,
 )
 
-# 13: continuous_sums and continuous_mark (a Slurm site's usage carried forward); 12: a
+# 14: log_index kind "policy" for a change that moves no usage (ledger.usage_effects); 13:
+# continuous_sums and continuous_mark (a Slurm site's usage carried forward); 12: a
 # queue's Slurm partition fields (priority_job_factor, ..., total_tres); 11: qos_table,
 # an association's qos and default_qos, a job's qos; 10 (on main): clear-usage's
 # 0.5 indexed as a stored fair-share; 9: a queue's billing_weights
-READ_MODEL_VERSION = 13
+READ_MODEL_VERSION = 14
 
 TABLES: dict[str, str] = {
     "projection_tracking": """

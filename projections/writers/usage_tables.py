@@ -535,8 +535,9 @@ USERS_PER_QUERY = 1000
 def settled_position(conn: Connection, state: SiteState, position: int, at: float) -> int | None:
     """The log position up to which the stored usage columns already hold every job, when
     nothing but jobs changed them since: the last usage update written before the update at
-    `position` (at time `at`), in the same period, with no site event (a new association, a
-    clear-usage, a config change, an opening balance...) between them. None: recompute all.
+    `position` (at time `at`), in the same period, with no site event that can move usage (a
+    new association, a clear-usage, a config change, an opening balance...; not a new share,
+    limit, queue or QOS: ledger.usage_effects) between them. None: recompute all.
 
     Every update-fshare is written; an update-usage followed at once by another update (cron's
     pair) is not (runner._Folder.apply), so only one followed by another event counts. Log
@@ -667,9 +668,10 @@ def write_usage(
     are recomputed from their period totals; every other keeps its stored usage (and its bins,
     left out of the returned usage). The numbers are those a whole recomputation gives. The
     weighted walk is the one `walked(since, usage)` gives, if it gives one (the walk of that
-    update, when it ranked this very usage: the same tree over the same usage ranks the same;
-    a Slurm algorithm's values are always recomputed). Under the continuous model the usage
-    is continuous_state.update's, which carries the sums of the update at `since` forward."""
+    update, when it ranked this very usage and no policy change came since: the same tree
+    over the same usage ranks the same; a Slurm algorithm's values are always recomputed).
+    Under the continuous model the usage is continuous_state.update's, which carries the sums
+    of the update at `since` forward."""
     # (job_usage, fairshare) per association, as tuples: a row per association on every update.
     current: dict[AssocKey, tuple[float, float]] = {
         (username, bank): (job_usage, fairshare)
@@ -698,8 +700,15 @@ def write_usage(
     ranking = Ranking({}, 0)
     if fairshare:
         kept = None
-        if recomputed is not None and since is not None and walked is not None:
-            kept = walked(since, usage) if state.fairshare_algorithm == WEIGHTED_WALK else None
+        if (
+            recomputed is not None
+            and since is not None
+            and position is not None
+            and walked is not None
+            and state.fairshare_algorithm == WEIGHTED_WALK
+            and not policy_changed_between(conn, since, position)
+        ):
+            kept = walked(since, usage)
         ranking = kept if kept is not None else site_ranking(state, usage)
     shares = ranking.fairshare()
     updates = []
@@ -799,6 +808,18 @@ def jobs_recorded_between(conn: Connection, since: int, position: int) -> bool:
     return bool(
         conn.rows(
             "SELECT 1 FROM jobs WHERE position > ? AND position < ? LIMIT 1", (since, position)
+        )
+    )
+
+
+def policy_changed_between(conn: Connection, since: int, position: int) -> bool:
+    """Whether a change that moves no usage but may move the fair-share (shares, a new bank:
+    ledger.usage_effects) was recorded after log position `since` and before `position`."""
+    return bool(
+        conn.rows(
+            "SELECT 1 FROM log_index WHERE kind = 'policy' AND position > ? AND position < ? "
+            "LIMIT 1",
+            (since, position),
         )
     )
 

@@ -1,9 +1,10 @@
 """A Slurm site's usage carried forward (projections.writers.continuous_state): an update adds
 only the jobs recorded since the last one, and those still running then, to the anchored sums
 it stored. Its numbers must be, to the bit, those a whole recomputation gives: each cycle runs
-beside a twin ledger that records a harmless site event (a new project) before every update,
-which makes the twin read every job again. Each cycle also counts the whole readings the ledger
-under test made, so a carried-forward update that silently fell back to a whole reading fails."""
+beside a twin ledger that records a harmless site event (a config key of the site's own)
+before every update, which makes the twin read every job again. Each cycle also counts the
+whole readings the ledger under test made, so a carried-forward update that silently fell
+back to a whole reading fails."""
 
 from __future__ import annotations
 
@@ -58,7 +59,7 @@ class Pair:
         self.fast.run(*(command or ("cron",)), now=now)
         assert len(self.readings) == (1 if whole else 0), self.readings
         self.files += 1
-        self.full.run("add-project", f"p{self.files}", now=now)
+        self.full.run("add-config", f"twin{self.files}=x", now=now)
         self.full.run(*(command or ("cron",)), now=now)
         assert _shown(self.fast, now) == _shown(self.full, now)
 
@@ -124,6 +125,13 @@ def test_updates_carry_the_sums_forward_and_give_a_whole_readings_numbers(
         ("alice", "chemistry"): 0.0,
     }
     assert _usage(store, now) == pytest.approx(expected, rel=1e-12)
+
+    # New shares and a new queue move no usage (ledger.usage_effects): the sums carry, and
+    # Fair Tree ranks them under the new shares as the twin, reading every job, does.
+    for store_ in (store, twin):
+        store_.run("edit-bank", "physics", "--shares", "3", now=now + 10)
+        store_.run("add-queue", "debug", now=now + 10)
+    pair.update(now + 20, False)
 
     # The separate commands carry the sums too; clear-usage is a site event: all read again.
     pair.ingest(now + 60, job(6, end=now + 30, duration=7, bank="chemistry"))

@@ -1,10 +1,11 @@
 """The incremental usage update: a cron cycle recomputes only the associations whose users
 have jobs recorded since the last update, and keeps every other's stored usage, unless a period
-boundary was crossed or a site event came between (projections.writers.usage_tables
-.settled_position). Its numbers must be those a whole recomputation gives: each ledger here is
-run beside a twin that records a harmless site event (a new project) before every update,
-which makes the twin recompute everything, and the two must show the same usage, fair-share,
-bins and past trees. The final numbers are checked by hand too."""
+boundary was crossed or a site event that can move usage came between (projections.writers
+.usage_tables.settled_position). Its numbers must be those a whole recomputation gives: each
+ledger here is run beside a twin that records a harmless site event (a config key of the
+site's own) before every update, which makes the twin recompute everything, and the two must
+show the same usage, fair-share, bins and past trees. The final numbers are checked by hand
+too."""
 
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ def _bins(store: Store) -> list[dict[str, Any]]:
 
 
 def _shown(store: Store, now: float) -> dict[str, Any]:
-    """What the usage update shows (export-json would too, but it lists the twin's projects)."""
+    """What the usage update shows (export-json would too, but it lists the twin's config)."""
     return {
         "users": store.run("list-users", "--json", now=now).stdout,
         "tree": store.run("view-bank", "root", "-t", now=now).stdout,
@@ -51,11 +52,11 @@ class Pair:
     def __init__(self, fast: Store, full: Store, tmp_path: Path) -> None:
         self.fast, self.full, self.tmp_path = fast, full, tmp_path
         self.files = 0
-        self.projects = 0
+        self.forced = 0
 
     def _forced(self, now: float) -> None:
-        self.projects += 1
-        self.full.run("add-project", f"p{self.projects}", now=now)
+        self.forced += 1
+        self.full.run("add-config", f"twin{self.forced}=x", now=now)
 
     def ingest(self, now: float, *jobs: dict[str, Any]) -> None:
         self.files += 1
@@ -193,7 +194,13 @@ def test_only_jobs_since_the_last_update_leave_the_mark_standing(
     assert _settled(ledger_store, T0 + 240) == fairshare_at
     ledger_store.run("ingest", write(tmp_path / "b.jsonl", job(2, end=T0 + 200)), now=T0 + 240)
     assert _settled(ledger_store, T0 + 240) == usage_at
+    # A change that moves no usage leaves the mark standing (ledger.usage_effects); one that
+    # can (here a new association: jobs recorded before it may resolve to it now) does not.
     ledger_store.run("add-project", "climate", now=T0 + 240)
+    ledger_store.run("edit-user", "alice", "--shares", "3", now=T0 + 240)
+    ledger_store.run("add-bank", "physics", "1", "--parent-bank", "root", now=T0 + 240)
+    assert _settled(ledger_store, T0 + 300) == usage_at
+    ledger_store.run("add-user", "-u", "bob", "-i", "5002", "-B", "physics", now=T0 + 300)
     assert _settled(ledger_store, T0 + 300) is None
 
 
@@ -265,3 +272,60 @@ def test_an_idle_cycle_keeps_the_last_update_without_recomputing_it(
     tables = all_tables(store)
     store.run("rebuild", now=now + 180)
     assert all_tables(store) == tables
+
+
+def test_new_shares_keep_the_usage_and_walk_again(
+    store: Store,
+    twin: Store,  # noqa: F811 (the fixture)
+    tmp_path: Path,
+    monkeypatch: Any,
+) -> None:
+    """A change that moves no usage (shares, a queue, a project: ledger.usage_effects) leaves
+    the stored usage standing, so the next cycle recomputes none of it; but the walk is done
+    again, under the new shares, even with no new job (not the idle cycle's shortcut)."""
+    _site(store)
+    _site(twin)
+    pair = Pair(store, twin, tmp_path)
+    now = period(2) + 3600
+    # physics (alice) 100 s, chemistry (bob) 60 s: at 1:1 shares chemistry's weight is higher.
+    pair.ingest(
+        now,
+        job(1, end=now - 600, duration=100),
+        job(2, end=now - 60, duration=60, userid=5002),
+    )
+    pair.cron(now)
+    ranked_before = _fairshares(store, now)
+    assert ranked_before[("bob", "chemistry")] > ranked_before[("alice", "physics")]
+
+    whole: list[str] = []
+    real = usage_tables.usage_at
+
+    def counted(conn: Connection, *args: Any, **kwargs: Any) -> Any:
+        whole.append(conn.config.describe())
+        return real(conn, *args, **kwargs)
+
+    monkeypatch.setattr(usage_tables, "usage_at", counted)
+    for ledger in (store, twin):
+        ledger.run("edit-bank", "physics", "--shares", "5", now=now + 30)
+        ledger.run("add-queue", "debug", now=now + 30)
+        ledger.run("add-project", "fusion", now=now + 30)
+    pair.cron(now + 60)  # the twin, forced, recomputes all; this one none
+    assert whole == [parse_store_url(twin.url).describe()]
+    # 5:1 shares: physics' weight (5/6)/(100/160) now beats chemistry's (1/6)/(60/160).
+    ranked_after = _fairshares(store, now + 60)
+    assert ranked_after[("alice", "physics")] > ranked_after[("bob", "chemistry")]
+
+    # And a new job after it: only its user's usage is recomputed, the walk done again.
+    pair.ingest(now + 120, job(3, end=now + 90, duration=30))
+    pair.cron(now + 120)
+    assert len(whole) == 2
+    args = ("view-bank", "root", "-t", "--as-of", f"{now + 60:.3f}")
+    assert store.run(*args, now=now + 120).stdout == twin.run(*args, now=now + 120).stdout
+    tables = all_tables(store)
+    store.run("rebuild", now=now + 120)
+    assert all_tables(store) == tables
+
+
+def _fairshares(store: Store, now: float) -> dict[tuple[str, str], float]:
+    users = json.loads(store.run("list-users", "--json", now=now).stdout)
+    return {(r["username"], r["bank"]): r["fairshare"] for r in users}
