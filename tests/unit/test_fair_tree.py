@@ -18,11 +18,13 @@ from hypothesis import strategies as st
 from ledger.errors import InvalidValue
 from ledger.fair_tree import (
     LONG_DOUBLE_IS_X87,
+    FairTreeRow,
     _level_fs_order,
     compare_level_fs,
     compute_fair_tree,
 )
 from ledger.slurm_shares import PARENT, ROOT, SlurmAccount, SlurmUser, build_tree
+from tests.unit.fair_tree_oracle import oracle_rows
 from tests.unit.slurm_vectors import expected_fields, load_vector
 
 needs_x87 = pytest.mark.skipif(
@@ -396,3 +398,99 @@ def test_the_sort_key_orders_siblings_as_slurms_comparator_does(
     by_key = sorted(keyed, key=_level_fs_order)  # type: ignore[arg-type]
     # The same order, ties (equal LevelFS, both users or both accounts) in lineage order.
     assert [k[2] for k in by_key] == [k[2] for k in by_slurm]
+
+
+# --- the fast implementation against the first, object-per-association one ------------------
+
+_ACCOUNT_NAMES = ["a", "a-b", "a.b", "b", "0-u", "0-v", "c", "d", "e", "f", "g", "h"]
+_USER_NAMES = ["u", "v", "w", "x", "y", "z", *(f"n{i}" for i in range(30))]
+_ORACLE_SHARES = st.one_of(
+    st.integers(0, 4), st.just(PARENT), st.integers(PARENT - 3, PARENT - 1), st.integers(0, 1000)
+)
+# Small integers tie; k * (1, 3, 9, 14) with shares 1 and 3 make long-double near-ties; the
+# wide floats (subnormals to 1e18) make sequential and pairwise long-double sums differ.
+_ORACLE_USAGE = st.one_of(
+    st.just(0.0),
+    st.integers(0, 3).map(float),
+    st.tuples(st.sampled_from([1, 3, 9, 14]), st.sampled_from([1.0, 0.1, 1e6])).map(
+        lambda p: p[0] * p[1]
+    ),
+    st.floats(0, 1e18),
+)
+
+
+@st.composite
+def oracle_trees(draw: st.DrawFn) -> tuple[list[SlurmAccount], list[SlurmUser]]:
+    names = draw(st.lists(st.sampled_from(_ACCOUNT_NAMES), unique=True, max_size=9))
+    accounts: list[SlurmAccount] = []
+    for name in names:
+        parent = draw(st.sampled_from([ROOT] + [a.name for a in accounts]))
+        accounts.append(SlurmAccount(name, parent, draw(_ORACLE_SHARES)))
+    holders = [ROOT] + [a.name for a in accounts]
+    pairs = draw(
+        st.lists(
+            st.tuples(st.sampled_from(_USER_NAMES), st.sampled_from(holders)),
+            unique=True,
+            min_size=0,
+            max_size=40,
+        )
+    )
+    users = [SlurmUser(n, h, draw(_ORACLE_SHARES), draw(_ORACLE_USAGE)) for n, h in pairs]
+    return accounts, users
+
+
+def _exactly(value: object) -> object:
+    """A value with its type and sign, so that == on it is bit equality (no NaN here)."""
+    if isinstance(value, float | np.floating):
+        return (type(value), value, bool(np.signbit(value)))
+    return (type(value), value)
+
+
+def assert_matches_oracle(accounts: list[SlurmAccount], users: list[SlurmUser]) -> None:
+    result = compute_fair_tree(accounts, users)
+    expected = oracle_rows(accounts, users)
+    assert result.user_count == sum(1 for row in expected if row.is_user)
+    assert len(result.rows) == len(expected)
+    for got, want in zip(result.rows, expected, strict=True):
+        for name in FairTreeRow.__dataclass_fields__:
+            assert _exactly(getattr(got, name)) == _exactly(getattr(want, name)), (name, want)
+        assert got.sshare_line() == want.sshare_line()
+    assert result.fair_shares() == {
+        (row.account, row.user): row.fair_share
+        for row in expected
+        if row.user is not None and row.fair_share is not None
+    }
+
+
+@settings(deadline=None, max_examples=400)
+@given(oracle_trees())
+def test_fair_tree_equals_the_oracle(tree: tuple[list[SlurmAccount], list[SlurmUser]]) -> None:
+    assert_matches_oracle(*tree)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_large_site_equals_the_oracle(seed: int) -> None:
+    """A bench-shaped site (two account levels, ~20 users each, second associations, usages
+    with ties and huge values): long sibling lists and long usage sums."""
+    rnd = random.Random(seed)
+    tops = [SlurmAccount(f"t{i}", ROOT, rnd.choice([1, 5, PARENT])) for i in range(6)]
+    leaves = [
+        SlurmAccount(f"t{i % 6}_g{i}", f"t{i % 6}", rnd.choice([0, 1, 3, 10, PARENT]))
+        for i in range(40)
+    ]
+    holders = [a.name for a in leaves] + [ROOT, "t0"]
+    users = []
+    for i in range(900):
+        pick = rnd.random()
+        usage = (
+            0.0
+            if pick < 0.25
+            else float(rnd.choice([1000, 3600]))
+            if pick < 0.45
+            else rnd.uniform(1e12, 1e15)
+            if pick < 0.47
+            else rnd.uniform(0, 1e7)
+        )
+        shares = rnd.choice([0, 1, 2, 3, 4, PARENT]) if i % 50 else PARENT
+        users.append(SlurmUser(f"user{i % 800}", holders[i % len(holders)], shares, usage))
+    assert_matches_oracle([*tops, *leaves], users)
