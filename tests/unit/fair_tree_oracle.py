@@ -24,14 +24,17 @@ _ZERO_LD = _LD(0)
 
 
 @dataclass(eq=False)
-class _Node:
+class OracleNode:
+    """The oracle's `ledger.slurm_shares.Association`."""
+
     account: str
     user: str | None
     shares: int | None
     lineage: bytes
-    parent: _Node | None = None
-    fs_parent: _Node | None = None
-    fs_children: list[_Node] = field(default_factory=list)
+    parent: OracleNode | None = None
+    fs_parent: OracleNode | None = None
+    fs_children: list[OracleNode] = field(default_factory=list)
+    children: list[OracleNode] = field(default_factory=list)
     level_shares: int = 0
     usage_raw: np.longdouble = field(default_factory=lambda: _LD(0))
 
@@ -54,7 +57,7 @@ def oracle_rows(accounts: list[SlurmAccount], users: list[SlurmUser]) -> list[Fa
     ranks: dict[int, int] = {}
     state = {"rank": user_count, "rnt": user_count}
 
-    def calc(node: _Node) -> np.longdouble:
+    def calc(node: OracleNode) -> np.longdouble:
         parent = node.fs_parent
         assert parent is not None
         effective = _ZERO_LD if parent.usage_raw == _ZERO_LD else node.usage_raw / parent.usage_raw
@@ -75,7 +78,7 @@ def oracle_rows(accounts: list[SlurmAccount], users: list[SlurmUser]) -> list[Fa
         values[id(node)] = (shares, usage_norm, effective, shown)
         return lf
 
-    def visit(siblings: list[_Node], account_tied: bool) -> None:
+    def visit(siblings: list[OracleNode], account_tied: bool) -> None:
         keyed = [(calc(node), node.is_user, node) for node in siblings]
         keyed.sort(key=lambda k: (-k[0], not k[1]))
         prev = _NO_VAL_LD
@@ -112,16 +115,23 @@ def oracle_rows(accounts: list[SlurmAccount], users: list[SlurmUser]) -> list[Fa
     return rows
 
 
-def _build(accounts: list[SlurmAccount], users: list[SlurmUser]) -> tuple[_Node, list[_Node]]:
-    root = _Node(account=ROOT, user=None, shares=None, lineage=b"/")
+def oracle_tree(accounts: list[SlurmAccount], users: list[SlurmUser]) -> list[OracleNode]:
+    """Every association linked as `ledger.slurm_shares.build_tree` links it, lineage order."""
+    return _build(accounts, users)[1]
+
+
+def _build(
+    accounts: list[SlurmAccount], users: list[SlurmUser]
+) -> tuple[OracleNode, list[OracleNode]]:
+    root = OracleNode(account=ROOT, user=None, shares=None, lineage=b"/")
     by_name: dict[str, SlurmAccount] = {}
     for account in accounts:
         if account.name in by_name:
             raise InvalidValue(f"account {account.name!r} appears twice")
         by_name[account.name] = account
-    nodes: dict[str, _Node] = {ROOT: root}
+    nodes: dict[str, OracleNode] = {ROOT: root}
 
-    def account_node(name: str, path: tuple[str, ...] = ()) -> _Node:
+    def account_node(name: str, path: tuple[str, ...] = ()) -> OracleNode:
         if name in nodes:
             return nodes[name]
         if name in path:
@@ -130,14 +140,14 @@ def _build(accounts: list[SlurmAccount], users: list[SlurmUser]) -> tuple[_Node,
         if spec is None:
             raise InvalidValue(f"unknown account {name!r} (parent of {path[-1]!r})")
         parent = account_node(spec.parent, (*path, name))
-        node = _Node(name, None, spec.shares, parent.lineage + name.encode() + b"/", parent)
+        node = OracleNode(name, None, spec.shares, parent.lineage + name.encode() + b"/", parent)
         nodes[name] = node
         return node
 
     for account in accounts:
         account_node(account.name)
     seen: set[tuple[str, str]] = set()
-    leaves: list[tuple[_Node, float]] = []
+    leaves: list[tuple[OracleNode, float]] = []
     for user in users:
         if (user.name, user.account) in seen:
             raise InvalidValue(f"user ({user.name}, {user.account}) appears twice")
@@ -146,11 +156,14 @@ def _build(accounts: list[SlurmAccount], users: list[SlurmUser]) -> tuple[_Node,
         if holder is None:
             raise InvalidValue(f"unknown account {user.account!r} of user {user.name!r}")
         lineage = holder.lineage + b"0-" + user.name.encode() + b"/"
-        leaves.append((_Node(user.account, user.name, user.shares, lineage, holder), user.usage))
+        leaves.append(
+            (OracleNode(user.account, user.name, user.shares, lineage, holder), user.usage)
+        )
 
     ordered = sorted([*nodes.values(), *(leaf for leaf, _ in leaves)], key=lambda n: n.lineage)
     for node in ordered:
         if node.parent is not None:
+            node.parent.children.append(node)
             node.fs_parent = _fs_parent(node)
             node.fs_parent.fs_children.append(node)
     for node in ordered:
@@ -161,14 +174,14 @@ def _build(accounts: list[SlurmAccount], users: list[SlurmUser]) -> tuple[_Node,
     for node in ordered:
         if node.is_user:
             amount = _LD(usage[id(node)])
-            up: _Node | None = node
+            up: OracleNode | None = node
             while up is not None:
                 up.usage_raw = up.usage_raw + amount
                 up = up.parent
     return root, ordered
 
 
-def _children_level_shares(node: _Node) -> int:
+def _children_level_shares(node: OracleNode) -> int:
     total = sum(
         _children_level_shares(child) if child.uses_parent else (child.shares or 0)
         for child in node.fs_children
@@ -176,7 +189,7 @@ def _children_level_shares(node: _Node) -> int:
     return total % 2**32
 
 
-def _fs_parent(node: _Node) -> _Node:
+def _fs_parent(node: OracleNode) -> OracleNode:
     parent = node.parent
     assert parent is not None
     if node.uses_parent:
@@ -186,7 +199,7 @@ def _fs_parent(node: _Node) -> _Node:
     return parent
 
 
-def _first_non_parent_above(node: _Node) -> _Node:
+def _first_non_parent_above(node: OracleNode) -> OracleNode:
     up = node.parent
     assert up is not None
     while up.uses_parent and up.parent is not None:

@@ -19,12 +19,11 @@ from ledger.errors import InvalidValue
 from ledger.fair_tree import (
     LONG_DOUBLE_IS_X87,
     FairTreeRow,
-    _level_fs_order,
-    compare_level_fs,
     compute_fair_tree,
+    sibling_order,
 )
 from ledger.slurm_shares import PARENT, ROOT, SlurmAccount, SlurmUser, build_tree
-from tests.unit.fair_tree_oracle import oracle_rows
+from tests.unit.fair_tree_oracle import oracle_rows, oracle_tree
 from tests.unit.slurm_vectors import expected_fields, load_vector
 
 needs_x87 = pytest.mark.skipif(
@@ -384,20 +383,41 @@ def test_fair_tree_invariants(
     assert compute_fair_tree(shuffled_accounts, shuffled_users) == result
 
 
-# --- the siblings' order: a sort key in place of Slurm's `_cmp_level_fs` ---------------------
+# --- the siblings' order: one lexsort in place of Slurm's qsort with `_cmp_level_fs` ----------
+
+
+def compare_level_fs(a: tuple[np.longdouble, bool], b: tuple[np.longdouble, bool]) -> int:
+    """Slurm's `_cmp_level_fs` on (LevelFS, is_user): higher LevelFS first, then users first."""
+    if a[0] != b[0]:
+        return 1 if a[0] < b[0] else -1
+    if a[1] == b[1]:
+        return 0
+    return -1 if a[1] else 1
+
 
 _LEVEL_FS = st.sampled_from([0.0, 0.5, 1.0, 2.0, float("inf"), 4294967294.0])  # NO_VAL too
 
 
-@given(st.lists(st.tuples(_LEVEL_FS, st.booleans()), max_size=12))
-def test_the_sort_key_orders_siblings_as_slurms_comparator_does(
-    siblings: list[tuple[float, bool]],
+@given(st.lists(st.tuples(st.integers(0, 2), _LEVEL_FS, st.booleans()), max_size=20))
+def test_the_bulk_sort_orders_each_sibling_list_as_slurms_comparator_does(
+    entries: list[tuple[int, float, bool]],
 ) -> None:
-    keyed = [(np.longdouble(lf), is_user, index) for index, (lf, is_user) in enumerate(siblings)]
-    by_slurm = sorted(keyed, key=functools.cmp_to_key(lambda a, b: compare_level_fs(a[:2], b[:2])))
-    by_key = sorted(keyed, key=_level_fs_order)  # type: ignore[arg-type]
-    # The same order, ties (equal LevelFS, both users or both accounts) in lineage order.
-    assert [k[2] for k in by_key] == [k[2] for k in by_slurm]
+    group = np.array([g for g, _, _ in entries], dtype=np.intp)
+    level_fs = np.array([lf for _, lf, _ in entries], dtype=np.longdouble)
+    is_user = np.array([u for _, _, u in entries], dtype=np.bool_)
+    order = sibling_order(group, level_fs, is_user).tolist()
+    for owner in set(group.tolist()):
+        members = [i for i in range(len(entries)) if group[i] == owner]  # lineage order
+        # qsort is glibc's merge sort: stable, so ties keep lineage order, as sorted() does.
+        by_slurm = sorted(
+            members,
+            key=functools.cmp_to_key(
+                lambda a, b: compare_level_fs((level_fs[a], is_user[a]), (level_fs[b], is_user[b]))
+            ),
+        )
+        assert [i for i in order if group[i] == owner] == by_slurm
+    # Each list is contiguous, lists in owner order.
+    assert [group[i] for i in order] == sorted(group.tolist())
 
 
 # --- the fast implementation against the first, object-per-association one ------------------
@@ -416,6 +436,7 @@ _ORACLE_USAGE = st.one_of(
         lambda p: p[0] * p[1]
     ),
     st.floats(0, 1e18),
+    st.just(-0.0),  # valid usage; Slurm's sums start from +0
 )
 
 
@@ -466,6 +487,32 @@ def assert_matches_oracle(accounts: list[SlurmAccount], users: list[SlurmUser]) 
 @given(oracle_trees())
 def test_fair_tree_equals_the_oracle(tree: tuple[list[SlurmAccount], list[SlurmUser]]) -> None:
     assert_matches_oracle(*tree)
+
+
+@settings(deadline=None, max_examples=200)
+@given(oracle_trees())
+def test_build_tree_equals_the_oracle(tree: tuple[list[SlurmAccount], list[SlurmUser]]) -> None:
+    """The linked tree classic fair-share runs on: links, level shares, long double usage."""
+    built = build_tree(*tree)
+    expected = oracle_tree(*tree)
+    assert built.root is built.associations[0]
+
+    def key(node: object) -> object:
+        return None if node is None else (node.account, node.user)  # type: ignore[attr-defined]
+
+    assert len(built.associations) == len(expected)
+    for got, want in zip(built.associations, expected, strict=True):
+        assert (got.account, got.user, got.shares, got.lineage) == (
+            want.account,
+            want.user,
+            want.shares,
+            want.lineage,
+        )
+        assert (key(got.parent), key(got.fs_parent)) == (key(want.parent), key(want.fs_parent))
+        assert [key(c) for c in got.fs_children] == [key(c) for c in want.fs_children]
+        assert [key(c) for c in got.children] == [key(c) for c in want.children]
+        assert got.level_shares == want.level_shares and type(got.level_shares) is int
+        assert _exactly(got.usage_raw) == _exactly(want.usage_raw)
 
 
 @pytest.mark.parametrize("seed", range(3))
