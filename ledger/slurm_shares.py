@@ -233,20 +233,14 @@ def tree_columns(accounts: Iterable[SlurmAccount], users: Iterable[SlurmUser]) -
         account_lineage(account.name)
     account_names = list(lineage_of)
     source_of = {name: index for index, name in enumerate(account_names)}
-    seen_users: set[tuple[str, str]] = set()
-    holders: list[int] = []
-    usages: list[float] = []
-    user_lineages: list[bytes] = []
-    for user in users:
-        if (user.name, user.account) in seen_users:
-            raise InvalidValue(f"user ({user.name}, {user.account}) appears twice")
-        seen_users.add((user.name, user.account))
-        holder = source_of.get(user.account)
-        if holder is None:
-            raise InvalidValue(f"unknown account {user.account!r} of user {user.name!r}")
-        holders.append(holder)
-        usages.append(float(user.usage))
-        user_lineages.append(lineage_of[user.account] + b"0-" + user.name.encode() + b"/")
+    # In bulk (a comprehension per column, a set for repeats); a bad input is then found again
+    # user by user, for the error of the first one, as a loop checking each in turn gives.
+    pairs = [(user.name, user.account) for user in users]
+    holders = [source_of.get(account) for _, account in pairs]
+    if len(set(pairs)) != len(pairs) or None in holders:
+        _refuse_users(pairs, source_of)
+    usages = [float(user.usage) for user in users]
+    user_lineages = [lineage_of[account] + b"0-" + name.encode() + b"/" for name, account in pairs]
 
     specs = [by_name[name] for name in account_names[1:]]
     lineages = [*lineage_of.values(), *user_lineages]
@@ -292,8 +286,8 @@ def tree_columns(accounts: Iterable[SlurmAccount], users: Iterable[SlurmUser]) -
         perm[is_user] - len(account_names)
     ]
     user_names: list[str | None] = [None] * len(account_names)
-    user_names += [user.name for user in users]
-    holder_names = [*account_names, *(account_names[h] for h in holders)]
+    user_names += [name for name, _ in pairs]
+    holder_names = [*account_names, *(account for _, account in pairs)]
     return TreeColumns(
         account=[holder_names[i] for i in order],
         user=[user_names[i] for i in order],
@@ -307,6 +301,18 @@ def tree_columns(accounts: Iterable[SlurmAccount], users: Iterable[SlurmUser]) -
         level_shares=source_level[perm],
         usage=_usage_sums(amounts, parent, is_user),
     )
+
+
+def _refuse_users(pairs: list[tuple[str, str]], source_of: dict[str, int]) -> None:
+    """Raise InvalidValue for the first repeated or unknown-account user of `pairs`."""
+    seen: set[tuple[str, str]] = set()
+    for name, account in pairs:
+        if (name, account) in seen:
+            raise InvalidValue(f"user ({name}, {account}) appears twice")
+        seen.add((name, account))
+        if account not in source_of:
+            raise InvalidValue(f"unknown account {account!r} of user {name!r}")
+    raise AssertionError("no bad user among the users refused")
 
 
 def build_tree(accounts: Iterable[SlurmAccount], users: Iterable[SlurmUser]) -> SlurmTree:

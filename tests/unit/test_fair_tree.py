@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import random
+import re
 from fractions import Fraction
 
 import numpy as np
@@ -541,3 +542,24 @@ def test_a_large_site_equals_the_oracle(seed: int) -> None:
         shares = rnd.choice([0, 1, 2, 3, 4, PARENT]) if i % 50 else PARENT
         users.append(SlurmUser(f"user{i % 800}", holders[i % len(holders)], shares, usage))
     assert_matches_oracle([*tops, *leaves], users)
+
+
+@pytest.mark.parametrize(
+    ("accounts", "users"),
+    [
+        ([acct("A", "B"), acct("B", "A")], []),
+        ([acct("A"), acct("A")], []),
+        ([acct("A", "nowhere")], []),
+        ([], [user("u", "A")]),
+        ([], [user("u"), user("u")]),
+        ([acct("A")], [user("u", "A"), user("v", "B"), user("u", "A")]),
+        ([acct("A")], [user("u", "A"), user("u", "A"), user("v", "B")]),
+    ],
+)
+def test_malformed_trees_are_refused_with_the_oracles_error(
+    accounts: list[SlurmAccount], users: list[SlurmUser]
+) -> None:
+    with pytest.raises(InvalidValue) as expected:
+        oracle_rows(accounts, users)
+    with pytest.raises(InvalidValue, match=f"^{re.escape(str(expected.value))}$"):
+        compute_fair_tree(accounts, users)
