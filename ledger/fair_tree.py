@@ -149,7 +149,7 @@ class FairTreeResult(AssociationRows[FairTreeRow]):
         self.user_count: int = columns.tree.user_count
 
     @functools.cached_property
-    def rows(self) -> tuple[FairTreeRow, ...]:  # type: ignore[override]
+    def rows(self) -> tuple[FairTreeRow, ...]:  # type: ignore[override]  # computed, read-only
         columns = self._columns
         tree = columns.tree
         user_count = self.user_count
