@@ -63,9 +63,9 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-from numpy.typing import NDArray
 
 from ledger.slurm_shares import (
     NO_VAL,
@@ -80,6 +80,9 @@ from ledger.slurm_shares import (
 )
 from ledger.slurm_shares import ROOT as ROOT
 from ledger.sshare_format import format_double, sshare_columns
+
+if TYPE_CHECKING:  # numpy.typing costs a millisecond at start-up, and annotations are strings
+    from numpy.typing import NDArray
 
 LONG_DOUBLE_IS_X87: bool = np.finfo(np.longdouble).nmant == 63
 """True where numpy.longdouble has a 64-bit significand, as Slurm's long double on x86-64."""

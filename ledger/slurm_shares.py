@@ -49,10 +49,9 @@ import functools
 import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 import numpy as np
-from numpy.typing import NDArray
 
 from ledger.errors import InvalidValue
 
@@ -60,6 +59,9 @@ from ledger.errors import InvalidValue
 # (list-users, view-bank) does not pay for numpy at start-up.
 from ledger.slurm_parent import PARENT as PARENT
 from ledger.slurm_parent import PARENT_TEXT as PARENT_TEXT
+
+if TYPE_CHECKING:  # numpy.typing costs a millisecond at start-up, and annotations are strings
+    from numpy.typing import NDArray
 
 NO_VAL: int = 0xFFFFFFFE
 INFINITE: int = 0xFFFFFFFF
