@@ -46,6 +46,13 @@ The traps, all reproduced:
   directly with its siblings; a `parent` user has LevelFS +inf and shows its fs parent's S.
 * `FairShareDampeningFactor` plays no part in Fair Tree.
 
+How it is computed: on the tree as columns (`ledger.slurm_shares.tree_columns`), S, U, NormUsage
+and LevelFS are numpy element-wise operations, each value the one C computes (no reduction
+reorders anything); every sibling list is sorted by one stable lexsort (`sibling_order`); only the
+walk over the sorted lists, which `rank` and `rnt` make sequential, is a Python loop, per account.
+`tests/unit/fair_tree_oracle.py` keeps the first, one-object-per-association implementation, and
+the tests hold this one to it bit for bit. The rows are made only when asked for.
+
 Needs `numpy.longdouble` to be the x87 80-bit type (x86-64 Linux). On platforms where it is a
 plain double (Windows, macOS on ARM) the results are those of a double implementation;
 `LONG_DOUBLE_IS_X87` tells which.
@@ -53,31 +60,34 @@ plain double (Windows, macOS on ARM) the results are those of a double implement
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ledger.slurm_shares import (
     NO_VAL,
     PARENT,
-    Association,
     AssociationRows,
     LongDouble,
     SlurmAccount,
     SlurmUser,
     SshareRow,
-    build_tree,
+    TreeColumns,
+    tree_columns,
 )
 from ledger.slurm_shares import ROOT as ROOT
 from ledger.sshare_format import format_double, sshare_columns
+
+if TYPE_CHECKING:  # numpy.typing costs a millisecond at start-up, and annotations are strings
+    from numpy.typing import NDArray
 
 LONG_DOUBLE_IS_X87: bool = np.finfo(np.longdouble).nmant == 63
 """True where numpy.longdouble has a 64-bit significand, as Slurm's long double on x86-64."""
 
 _NO_VAL_LD = LongDouble(NO_VAL)
-_INF_LD = LongDouble(np.inf)
-_ZERO_LD = LongDouble(0)
 
 
 @dataclass(frozen=True)
@@ -119,11 +129,93 @@ class FairTreeRow(SshareRow):
 
 
 @dataclass(frozen=True)
-class FairTreeResult(AssociationRows[FairTreeRow]):
-    """Every association, in sshare (lineage) order, root first; and N, the user count."""
+class _Columns:
+    """Fair Tree's numbers per association, indexed as the tree's columns (root at 0)."""
 
-    rows: tuple[FairTreeRow, ...]
-    user_count: int
+    tree: TreeColumns
+    norm_shares: NDArray[np.float64]
+    norm_usage: NDArray[np.longdouble]
+    effective: NDArray[np.longdouble]
+    level_fs: NDArray[np.longdouble]
+    rank: NDArray[np.int64]  # 0 for accounts and root
+
+
+class FairTreeResult(AssociationRows[FairTreeRow]):
+    """Every association, in sshare (lineage) order, root first (`rows`); and N, the user count.
+
+    The rows are made on first use: a 10,000-association site's take longer than the whole
+    computation, and update-fshare only asks for `fair_shares`.
+    """
+
+    def __init__(self, columns: _Columns) -> None:
+        self._columns = columns
+        self.user_count: int = columns.tree.user_count
+
+    @functools.cached_property
+    def rows(self) -> tuple[FairTreeRow, ...]:  # type: ignore[override]  # computed, read-only
+        columns = self._columns
+        tree = columns.tree
+        user_count = self.user_count
+        norm_usage: list[float | None] = columns.norm_usage.astype(np.float64).tolist()
+        norm_usage[0] = None  # root's: never computed by Slurm
+        level_fs: list[np.longdouble | None] = list(columns.level_fs)
+        level_fs[0] = None
+        for index in np.flatnonzero(tree.uses_parent & ~tree.is_user).tolist():
+            level_fs[index] = None  # NO_VAL, printed blank
+        ranks: list[int | None] = [
+            rank if is_user else None
+            for rank, is_user in zip(columns.rank.tolist(), tree.is_user.tolist(), strict=True)
+        ]
+        return tuple(
+            FairTreeRow(
+                account=account,
+                user=user,
+                raw_shares=shares,
+                norm_shares=s,
+                raw_usage=raw_usage,
+                norm_usage=usage_norm,
+                effective_usage=u,
+                level_fs=lf,
+                rank=rank,
+                fair_share=None if rank is None else rank / user_count,
+            )
+            for account, user, shares, s, raw_usage, usage_norm, u, lf, rank in zip(
+                tree.account,
+                tree.user,
+                tree.shares,
+                columns.norm_shares.tolist(),
+                tree.usage.astype(np.float64).tolist(),
+                norm_usage,
+                columns.effective.astype(np.float64).tolist(),
+                level_fs,
+                ranks,
+                strict=True,
+            )
+        )
+
+    def fair_shares(self) -> dict[tuple[str, str], float]:
+        """Fair-share factor per (account, user), without making the rows."""
+        columns = self._columns
+        tree = columns.tree
+        users = np.flatnonzero(tree.is_user)
+        factors = (columns.rank[users] / self.user_count).tolist()
+        accounts, names = tree.account, tree.user
+        return {
+            (accounts[index], names[index]): factor  # type: ignore[misc]
+            for index, factor in zip(users.tolist(), factors, strict=True)
+        }
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, FairTreeResult):
+            return NotImplemented
+        return self.user_count == other.user_count and self.rows == other.rows
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (
+            f"FairTreeResult(rows=<{len(self._columns.tree)} rows>, user_count={self.user_count})"
+        )
 
 
 def compute_fair_tree(
@@ -131,132 +223,108 @@ def compute_fair_tree(
 ) -> FairTreeResult:
     """Fair Tree over the given accounts (below the implicit `root`) and user associations.
 
-    Raises InvalidValue for a malformed tree (see `ledger.slurm_shares.build_tree`).
+    Raises InvalidValue for a malformed tree (see `ledger.slurm_shares.tree_columns`).
     """
-    tree = build_tree(accounts, users)
-    root = tree.root
-    user_count = tree.user_count
-    values: dict[int, _Values] = {
-        # Root: S from level_shares 0, U = 1.0 (as sshare shows), NormUsage and LevelFS unset.
-        id(root): _Values(norm_shares=0.0, norm_usage=None, effective=LongDouble(1), level_fs=None)
-    }
-    ranks: dict[int, int] = {}
-    _Walk(root, user_count, values, ranks).visit(root.fs_children, account_tied=False)
-    rows = []
-    for assoc in tree.associations:
-        value = values[id(assoc)]
-        rank = ranks.get(id(assoc))
-        rows.append(
-            FairTreeRow(
-                account=assoc.account,
-                user=assoc.user,
-                raw_shares=assoc.shares,
-                norm_shares=value.norm_shares,
-                raw_usage=float(assoc.usage_raw),
-                norm_usage=None if value.norm_usage is None else float(value.norm_usage),
-                effective_usage=float(value.effective),
-                level_fs=value.level_fs,
-                rank=rank,
-                fair_share=None if rank is None else rank / user_count,
-            )
-        )
-    return FairTreeResult(rows=tuple(rows), user_count=user_count)
-
-
-def norm_shares(assoc: Association) -> float:
-    """`_normalize_assoc_shares_fair_tree`: S as a C double."""
-    fs_assoc = assoc.fs_parent if assoc.uses_parent and assoc.fs_parent is not None else assoc
-    if not fs_assoc.level_shares or fs_assoc.shares is None:
-        return 0.0
-    return fs_assoc.shares / fs_assoc.level_shares
-
-
-def level_fs(assoc: Association, shares_norm: float, usage_efctv: np.longdouble) -> np.longdouble:
-    """`_calc_assoc_fs`: LevelFS in long double (NO_VAL for a `parent` account)."""
-    if assoc.uses_parent:
-        return _INF_LD if assoc.is_user else _NO_VAL_LD
-    s = LongDouble(shares_norm)
-    if s == _ZERO_LD:
-        return _ZERO_LD
-    with np.errstate(divide="ignore"):
-        # U == 0 gives +inf, a valid value.
-        return s / usage_efctv
-
-
-def compare_level_fs(a: tuple[np.longdouble, bool], b: tuple[np.longdouble, bool]) -> int:
-    """`_cmp_level_fs` on (LevelFS, is_user): higher LevelFS first, then users before accounts."""
-    if a[0] != b[0]:
-        return 1 if a[0] < b[0] else -1
-    if a[1] == b[1]:
-        return 0
-    return -1 if a[1] else 1
-
-
-@dataclass
-class _Values:
-    norm_shares: float
-    norm_usage: np.longdouble | None
-    effective: np.longdouble
-    level_fs: np.longdouble | None
-
-
-class _Walk:
-    """One run of `_calc_tree_fs`, with its `rank` and `rnt` counters."""
-
-    def __init__(
-        self,
-        root: Association,
-        user_count: int,
-        values: dict[int, _Values],
-        ranks: dict[int, int],
-    ) -> None:
-        self.root = root
-        self.user_count = user_count
-        self.values = values
-        self.ranks = ranks
-        self.rank = user_count
-        self.rnt = user_count
-
-    def calc_assoc_fs(self, assoc: Association) -> np.longdouble:
-        parent = assoc.fs_parent
-        assert parent is not None
-        parent_usage = parent.usage_raw
-        effective = _ZERO_LD if parent_usage == _ZERO_LD else assoc.usage_raw / parent_usage
-        root_usage = self.root.usage_raw
-        if root_usage == _ZERO_LD:
-            usage_norm = _ZERO_LD
+    tree = tree_columns(accounts, users)
+    size = len(tree)
+    is_user, uses_parent = tree.is_user, tree.uses_parent
+    # Root points at itself, so that the columns below stay aligned; its values are set after.
+    fs_parent = tree.fs_parent.copy()
+    fs_parent[0] = 0
+    usage = tree.usage
+    parent_usage = usage[fs_parent]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # Element-wise, so each value is the C one: no reduction, no reordering.
+        effective = np.where(parent_usage == 0, LongDouble(0), usage / parent_usage)
+        if usage[0] == 0:
+            norm_usage = np.zeros(size, dtype=np.longdouble)
         else:
-            usage_norm = min(assoc.usage_raw / root_usage, LongDouble(1))
-        shares = norm_shares(assoc)
-        lf = level_fs(assoc, shares, effective)
-        self.values[id(assoc)] = _Values(
-            norm_shares=shares,
-            norm_usage=usage_norm,
-            effective=effective,
-            level_fs=None if (assoc.uses_parent and not assoc.is_user) else lf,
-        )
-        return lf
-
-    def visit(self, siblings: list[Association], account_tied: bool) -> None:
-        keyed = [(self.calc_assoc_fs(assoc), assoc.is_user, assoc) for assoc in siblings]
-        # qsort with `_cmp_level_fs`; glibc's qsort is a merge sort here, so entries that compare
-        # equal keep their children-list (lineage) order, which Python's sort also guarantees.
-        # As a key: higher LevelFS first, then users before accounts (compare_level_fs's order;
-        # LevelFS is never NaN: U = 0 gives inf, S = 0 gives 0), at a tenth of a cmp's cost.
-        keyed.sort(key=_level_fs_order)
-        prev_level_fs = _NO_VAL_LD
-        for index, (lf, is_user, assoc) in enumerate(keyed):
-            tied = True if index == 0 and account_tied else bool(prev_level_fs == lf)
-            if is_user:
-                if not tied:
-                    self.rank = self.rnt
-                self.ranks[id(assoc)] = self.rank
-                self.rnt -= 1
-            else:
-                # `_count_tied_accounts` always returns 0: no merge, descend into this one alone.
-                self.visit(assoc.fs_children, account_tied=tied)
-            prev_level_fs = lf
+            norm_usage = np.minimum(usage / usage[0], LongDouble(1))
+    effective[0] = 1  # sshare shows root's U as 1.0
+    # `_normalize_assoc_shares_fair_tree`: S of the association, or of its fs parent if it is
+    # `parent`, as a C double. Both counts are below 2^32, exact in a double, so numpy's
+    # correctly rounded division is C's (and Python's int / int). Root has level_shares 0.
+    shares_of = np.where(uses_parent, fs_parent, np.arange(size))
+    level = tree.level_shares[shares_of].astype(np.float64)
+    norm_shares = np.zeros(size, dtype=np.float64)
+    np.divide(
+        tree.share_values[shares_of].astype(np.float64), level, out=norm_shares, where=level != 0
+    )
+    # `_calc_assoc_fs`: S widened to long double over U; U == 0 gives +inf, S == 0 gives 0.
+    s = norm_shares.astype(np.longdouble)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        level_fs = np.where(s == 0, LongDouble(0), s / effective)
+    level_fs[uses_parent & is_user] = np.inf
+    level_fs[uses_parent & ~is_user] = _NO_VAL_LD
+    rank = _ranks(tree, level_fs, tree.user_count)
+    return FairTreeResult(_Columns(tree, norm_shares, norm_usage, effective, level_fs, rank))
 
 
-def _level_fs_order(keyed: tuple[np.longdouble, bool, Association]) -> tuple[np.longdouble, bool]:
-    return -keyed[0], not keyed[1]
+def sibling_order(
+    group: NDArray[np.intp], level_fs: NDArray[np.longdouble], is_user: NDArray[np.bool_]
+) -> NDArray[np.intp]:
+    """Every sibling list sorted as `_calc_tree_fs` sorts it, all at once: the indices by
+    group, then LevelFS descending, then users before accounts (`_cmp_level_fs`), then index.
+
+    Slurm's qsort is glibc's merge sort here, so entries that compare equal keep their
+    children-list (lineage, i.e. index) order; lexsort is stable too. LevelFS is never NaN
+    (U = 0 gives inf, S = 0 gives 0), and long double `<` is exact, as C's."""
+    return np.lexsort((~is_user, -level_fs, group))
+
+
+def _ranks(
+    tree: TreeColumns, level_fs: NDArray[np.longdouble], user_count: int
+) -> NDArray[np.int64]:
+    """`_apply_priority_fs` / `_calc_tree_fs`: every user's rank (see the module docstring)."""
+    rank = np.zeros(len(tree), dtype=np.int64)
+    entries = np.arange(1, len(tree))  # root is in no list
+    if not len(entries):
+        return rank
+    group = tree.fs_parent[entries]
+    order = entries[sibling_order(group, level_fs[entries], tree.is_user[entries])]
+    group = tree.fs_parent[order]
+    sorted_fs = level_fs[order]
+    first = np.r_[True, group[1:] != group[:-1]]
+    # `prev` starts at NO_VAL in each list, so a first entry at exactly NO_VAL is tied too.
+    previous = np.r_[_NO_VAL_LD, sorted_fs[:-1]]
+    previous[first] = _NO_VAL_LD
+    tied = sorted_fs == previous
+    starts = np.flatnonzero(first)
+    ends = np.r_[starts[1:], len(order)]
+    # A list's first entry is also tied if the account that owns it was: accounts by lineage
+    # (every fs parent before its children), so each owner's own tie is settled first.
+    slot = np.empty(len(tree), dtype=np.intp)
+    slot[order] = np.arange(len(order))
+    owners = group[starts]
+    for owner, start in zip(owners.tolist(), starts.tolist(), strict=True):
+        if owner and tied[slot[owner]]:
+            tied[start] = True
+    # The walk: a list's users in turn, descending into each account where it stands.
+    bounds = dict(
+        zip(owners.tolist(), zip(starts.tolist(), ends.tolist(), strict=True), strict=True)
+    )
+    accounts_at: dict[int, list[int]] = {}
+    groups = group.tolist()
+    for at in np.flatnonzero(~tree.is_user[order]).tolist():
+        accounts_at.setdefault(groups[at], []).append(at)
+    members = order.tolist()
+    visited: list[int] = []
+
+    def visit(owner: int) -> None:
+        span = bounds.get(owner)
+        if span is None:
+            return  # no children: an account without users, or a `parent` account
+        cursor, end = span
+        for at in accounts_at.get(owner, ()):
+            visited.extend(range(cursor, at))
+            visit(members[at])
+            cursor = at + 1
+        visited.extend(range(cursor, end))
+
+    visit(0)
+    slots = np.array(visited, dtype=np.intp)
+    # rnt counts down from N by one per user; rank takes rnt's value unless the user is tied,
+    # i.e. it is N minus the visit number of the last untied user (N until there is one).
+    untied = np.maximum.accumulate(np.where(tied[slots], 0, np.arange(len(slots))))
+    rank[order[slots]] = user_count - untied
+    return rank

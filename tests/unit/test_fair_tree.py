@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import random
+import re
 from fractions import Fraction
 
 import numpy as np
@@ -18,11 +19,12 @@ from hypothesis import strategies as st
 from ledger.errors import InvalidValue
 from ledger.fair_tree import (
     LONG_DOUBLE_IS_X87,
-    _level_fs_order,
-    compare_level_fs,
+    FairTreeRow,
     compute_fair_tree,
+    sibling_order,
 )
 from ledger.slurm_shares import PARENT, ROOT, SlurmAccount, SlurmUser, build_tree
+from tests.unit.fair_tree_oracle import oracle_rows, oracle_tree
 from tests.unit.slurm_vectors import expected_fields, load_vector
 
 needs_x87 = pytest.mark.skipif(
@@ -382,17 +384,182 @@ def test_fair_tree_invariants(
     assert compute_fair_tree(shuffled_accounts, shuffled_users) == result
 
 
-# --- the siblings' order: a sort key in place of Slurm's `_cmp_level_fs` ---------------------
+# --- the siblings' order: one lexsort in place of Slurm's qsort with `_cmp_level_fs` ----------
+
+
+def compare_level_fs(a: tuple[np.longdouble, bool], b: tuple[np.longdouble, bool]) -> int:
+    """Slurm's `_cmp_level_fs` on (LevelFS, is_user): higher LevelFS first, then users first."""
+    if a[0] != b[0]:
+        return 1 if a[0] < b[0] else -1
+    if a[1] == b[1]:
+        return 0
+    return -1 if a[1] else 1
+
 
 _LEVEL_FS = st.sampled_from([0.0, 0.5, 1.0, 2.0, float("inf"), 4294967294.0])  # NO_VAL too
 
 
-@given(st.lists(st.tuples(_LEVEL_FS, st.booleans()), max_size=12))
-def test_the_sort_key_orders_siblings_as_slurms_comparator_does(
-    siblings: list[tuple[float, bool]],
+@given(st.lists(st.tuples(st.integers(0, 2), _LEVEL_FS, st.booleans()), max_size=20))
+def test_the_bulk_sort_orders_each_sibling_list_as_slurms_comparator_does(
+    entries: list[tuple[int, float, bool]],
 ) -> None:
-    keyed = [(np.longdouble(lf), is_user, index) for index, (lf, is_user) in enumerate(siblings)]
-    by_slurm = sorted(keyed, key=functools.cmp_to_key(lambda a, b: compare_level_fs(a[:2], b[:2])))
-    by_key = sorted(keyed, key=_level_fs_order)  # type: ignore[arg-type]
-    # The same order, ties (equal LevelFS, both users or both accounts) in lineage order.
-    assert [k[2] for k in by_key] == [k[2] for k in by_slurm]
+    group = np.array([g for g, _, _ in entries], dtype=np.intp)
+    level_fs = np.array([lf for _, lf, _ in entries], dtype=np.longdouble)
+    is_user = np.array([u for _, _, u in entries], dtype=np.bool_)
+    order = sibling_order(group, level_fs, is_user).tolist()
+    for owner in set(group.tolist()):
+        members = [i for i in range(len(entries)) if group[i] == owner]  # lineage order
+        # qsort is glibc's merge sort: stable, so ties keep lineage order, as sorted() does.
+        by_slurm = sorted(
+            members,
+            key=functools.cmp_to_key(
+                lambda a, b: compare_level_fs((level_fs[a], is_user[a]), (level_fs[b], is_user[b]))
+            ),
+        )
+        assert [i for i in order if group[i] == owner] == by_slurm
+    # Each list is contiguous, lists in owner order.
+    assert [group[i] for i in order] == sorted(group.tolist())
+
+
+# --- the fast implementation against the first, object-per-association one ------------------
+
+_ACCOUNT_NAMES = ["a", "a-b", "a.b", "b", "0-u", "0-v", "c", "d", "e", "f", "g", "h"]
+_USER_NAMES = ["u", "v", "w", "x", "y", "z", *(f"n{i}" for i in range(30))]
+_ORACLE_SHARES = st.one_of(
+    st.integers(0, 4), st.just(PARENT), st.integers(PARENT - 3, PARENT - 1), st.integers(0, 1000)
+)
+# Small integers tie; k * (1, 3, 9, 14) with shares 1 and 3 make long-double near-ties; the
+# wide floats (subnormals to 1e18) make sequential and pairwise long-double sums differ.
+_ORACLE_USAGE = st.one_of(
+    st.just(0.0),
+    st.integers(0, 3).map(float),
+    st.tuples(st.sampled_from([1, 3, 9, 14]), st.sampled_from([1.0, 0.1, 1e6])).map(
+        lambda p: p[0] * p[1]
+    ),
+    st.floats(0, 1e18),
+    st.just(-0.0),  # valid usage; Slurm's sums start from +0
+)
+
+
+@st.composite
+def oracle_trees(draw: st.DrawFn) -> tuple[list[SlurmAccount], list[SlurmUser]]:
+    names = draw(st.lists(st.sampled_from(_ACCOUNT_NAMES), unique=True, max_size=9))
+    accounts: list[SlurmAccount] = []
+    for name in names:
+        parent = draw(st.sampled_from([ROOT] + [a.name for a in accounts]))
+        accounts.append(SlurmAccount(name, parent, draw(_ORACLE_SHARES)))
+    holders = [ROOT] + [a.name for a in accounts]
+    pairs = draw(
+        st.lists(
+            st.tuples(st.sampled_from(_USER_NAMES), st.sampled_from(holders)),
+            unique=True,
+            min_size=0,
+            max_size=40,
+        )
+    )
+    users = [SlurmUser(n, h, draw(_ORACLE_SHARES), draw(_ORACLE_USAGE)) for n, h in pairs]
+    return accounts, users
+
+
+def _exactly(value: object) -> object:
+    """A value with its type and sign, so that == on it is bit equality (no NaN here)."""
+    if isinstance(value, float | np.floating):
+        return (type(value), value, bool(np.signbit(value)))
+    return (type(value), value)
+
+
+def assert_matches_oracle(accounts: list[SlurmAccount], users: list[SlurmUser]) -> None:
+    result = compute_fair_tree(accounts, users)
+    expected = oracle_rows(accounts, users)
+    assert result.user_count == sum(1 for row in expected if row.is_user)
+    assert len(result.rows) == len(expected)
+    for got, want in zip(result.rows, expected, strict=True):
+        for name in FairTreeRow.__dataclass_fields__:
+            assert _exactly(getattr(got, name)) == _exactly(getattr(want, name)), (name, want)
+        assert got.sshare_line() == want.sshare_line()
+    assert result.fair_shares() == {
+        (row.account, row.user): row.fair_share
+        for row in expected
+        if row.user is not None and row.fair_share is not None
+    }
+
+
+@settings(deadline=None, max_examples=400)
+@given(oracle_trees())
+def test_fair_tree_equals_the_oracle(tree: tuple[list[SlurmAccount], list[SlurmUser]]) -> None:
+    assert_matches_oracle(*tree)
+
+
+@settings(deadline=None, max_examples=200)
+@given(oracle_trees())
+def test_build_tree_equals_the_oracle(tree: tuple[list[SlurmAccount], list[SlurmUser]]) -> None:
+    """The linked tree classic fair-share runs on: links, level shares, long double usage."""
+    built = build_tree(*tree)
+    expected = oracle_tree(*tree)
+    assert built.root is built.associations[0]
+
+    def key(node: object) -> object:
+        return None if node is None else (node.account, node.user)  # type: ignore[attr-defined]
+
+    assert len(built.associations) == len(expected)
+    for got, want in zip(built.associations, expected, strict=True):
+        assert (got.account, got.user, got.shares, got.lineage) == (
+            want.account,
+            want.user,
+            want.shares,
+            want.lineage,
+        )
+        assert (key(got.parent), key(got.fs_parent)) == (key(want.parent), key(want.fs_parent))
+        assert [key(c) for c in got.fs_children] == [key(c) for c in want.fs_children]
+        assert [key(c) for c in got.children] == [key(c) for c in want.children]
+        assert got.level_shares == want.level_shares and type(got.level_shares) is int
+        assert _exactly(got.usage_raw) == _exactly(want.usage_raw)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_large_site_equals_the_oracle(seed: int) -> None:
+    """A bench-shaped site (two account levels, ~20 users each, second associations, usages
+    with ties and huge values): long sibling lists and long usage sums."""
+    rnd = random.Random(seed)
+    tops = [SlurmAccount(f"t{i}", ROOT, rnd.choice([1, 5, PARENT])) for i in range(6)]
+    leaves = [
+        SlurmAccount(f"t{i % 6}_g{i}", f"t{i % 6}", rnd.choice([0, 1, 3, 10, PARENT]))
+        for i in range(40)
+    ]
+    holders = [a.name for a in leaves] + [ROOT, "t0"]
+    users = []
+    for i in range(900):
+        pick = rnd.random()
+        usage = (
+            0.0
+            if pick < 0.25
+            else float(rnd.choice([1000, 3600]))
+            if pick < 0.45
+            else rnd.uniform(1e12, 1e15)
+            if pick < 0.47
+            else rnd.uniform(0, 1e7)
+        )
+        shares = rnd.choice([0, 1, 2, 3, 4, PARENT]) if i % 50 else PARENT
+        users.append(SlurmUser(f"user{i % 800}", holders[i % len(holders)], shares, usage))
+    assert_matches_oracle([*tops, *leaves], users)
+
+
+@pytest.mark.parametrize(
+    ("accounts", "users"),
+    [
+        ([acct("A", "B"), acct("B", "A")], []),
+        ([acct("A"), acct("A")], []),
+        ([acct("A", "nowhere")], []),
+        ([], [user("u", "A")]),
+        ([], [user("u"), user("u")]),
+        ([acct("A")], [user("u", "A"), user("v", "B"), user("u", "A")]),
+        ([acct("A")], [user("u", "A"), user("u", "A"), user("v", "B")]),
+    ],
+)
+def test_malformed_trees_are_refused_with_the_oracles_error(
+    accounts: list[SlurmAccount], users: list[SlurmUser]
+) -> None:
+    with pytest.raises(InvalidValue) as expected:
+        oracle_rows(accounts, users)
+    with pytest.raises(InvalidValue, match=f"^{re.escape(str(expected.value))}$"):
+        compute_fair_tree(accounts, users)
