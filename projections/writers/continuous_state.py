@@ -9,10 +9,11 @@ gives the same integer whatever the order, so the carried-forward reading equals
 the one a whole recomputation gives (tests/cli/test_continuous_incremental.py runs the two side
 by side).
 
-The sums are carried only while nothing but jobs and updates came between (the same rule as the
-periods model's usage_tables.settled_position: no site event, opening balance or clear-usage,
-which could change whose a job is, from when it counts, or the half-life) and no reset boundary
-was crossed (a reset restarts every sum).
+The sums are carried only while nothing but jobs, updates and changes that move no usage came
+between (the same rule as the periods model's usage_tables.settled_position: no site event that
+can move usage, opening balance or clear-usage, which could change whose a job is, from when it
+counts, or the half-life; ledger.usage_effects) and no reset boundary was crossed (a reset
+restarts every sum).
 """
 
 from __future__ import annotations
