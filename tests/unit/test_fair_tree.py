@@ -484,7 +484,7 @@ def assert_matches_oracle(accounts: list[SlurmAccount], users: list[SlurmUser]) 
     }
 
 
-@settings(deadline=None, max_examples=400)
+@settings(deadline=None, max_examples=200)
 @given(oracle_trees())
 def test_fair_tree_equals_the_oracle(tree: tuple[list[SlurmAccount], list[SlurmUser]]) -> None:
     assert_matches_oracle(*tree)
