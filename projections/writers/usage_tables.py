@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -282,16 +282,19 @@ def show_fairshare(conn: Connection, username: str, bank: str, value: float) -> 
     )
 
 
-def _as_totals(rows: list[dict[str, Any]]) -> list[PeriodTotal]:
+def _as_totals(rows: Iterable[Sequence[Any]]) -> list[PeriodTotal]:
+    """Rows of (userid, username, bank, period, charge_units), as every totals query selects
+    them (tuples, not query()'s dicts: an as-of read goes through one per identity and
+    period, tens of thousands), as PeriodTotals."""
     return [
         PeriodTotal(
-            None if r["userid"] == -1 else int(r["userid"]),
-            r["username"] or None,
-            r["bank"] or None,
-            int(r["period"]),
-            int(r["charge_units"]) / CHARGE_UNITS,
+            None if userid == -1 else int(userid),
+            username or None,
+            bank or None,
+            int(period),
+            int(units) / CHARGE_UNITS,
         )
-        for r in rows
+        for userid, username, bank, period, units in rows
     ]
 
 
@@ -379,26 +382,20 @@ def _counted_totals(
         params.append(ended_by)
     if periods_current:
         sql = _GROUPED_JOBS.replace("FROM jobs", f"FROM {table}").format(filters=filters)
-        return _as_totals(conn.query(sql, [first, last, *params]))
+        return _as_totals(conn.rows(sql, [first, last, *params]))
     # The half-life in force then differs from today's, so jobs.period (cut with today's) does
     # not apply: cut the periods again from t_inactive.
     usage = usage_params(state)
-    rows = conn.query(
+    rows = conn.rows(
         "SELECT COALESCE(userid, -1) AS userid, COALESCE(username, '') AS username, "
         f"COALESCE(bank, '') AS bank, t_inactive, charge_units FROM {table} "
         f"WHERE t_inactive >= ? AND t_inactive < ?{filters}",
         [period_start(first, usage), period_start(last + 1, usage), *params],
     )
     grouped: dict[tuple[int, str, str, int], int] = defaultdict(int)
-    for r in rows:
-        key = (r["userid"], r["username"], r["bank"], period_of(r["t_inactive"], usage))
-        grouped[key] += int(r["charge_units"])
-    return _as_totals(
-        [
-            {"userid": k[0], "username": k[1], "bank": k[2], "period": k[3], "charge_units": v}
-            for k, v in grouped.items()
-        ]
-    )
+    for userid, username, bank, t_inactive, units in rows:
+        grouped[(userid, username, bank, period_of(t_inactive, usage))] += int(units)
+    return _as_totals((*key, units) for key, units in grouped.items())
 
 
 def _few_recorded_after(conn: Connection, position: int | None) -> bool:
@@ -422,26 +419,20 @@ def _totals_by_subtraction(
     it. For a recent moment that reads a few jobs instead of every job in the window; in
     integer units, so the result is exactly what summing the earlier jobs gives."""
     units: dict[tuple[Any, Any, Any, Any], int] = {}
-    for r in conn.query(
+    for userid, username, bank, period, total in conn.rows(
         "SELECT userid, username, bank, period, charge_units FROM period_totals "
         "WHERE period >= ? AND period <= ?",
         (first, last),
     ):
-        units[(r["userid"], r["username"], r["bank"], r["period"])] = int(r["charge_units"])
+        units[(userid, username, bank, period)] = int(total)
     for table in ("jobs", _BALANCE_AS_JOBS):
         sql = _GROUPED_JOBS.replace("FROM jobs", f"FROM {table}").format(
             filters=" AND position > ?"
         )
-        for r in conn.query(sql, (first, last, max_position)):
-            key = (r["userid"], r["username"], r["bank"], r["period"])
-            units[key] = units.get(key, 0) - int(r["charge_units"])
-    return _as_totals(
-        [
-            {"userid": k[0], "username": k[1], "bank": k[2], "period": k[3], "charge_units": v}
-            for k, v in units.items()
-            if v
-        ]
-    )
+        for userid, username, bank, period, later in conn.rows(sql, (first, last, max_position)):
+            key = (userid, username, bank, period)
+            units[key] = units.get(key, 0) - int(later)
+    return _as_totals((*key, total) for key, total in units.items() if total)
 
 
 def usage_at(
@@ -459,7 +450,7 @@ def usage_at(
     first, last = window(state, at)
     if max_position is None and periods_current:
         totals = _as_totals(
-            conn.query(
+            conn.rows(
                 "SELECT userid, username, bank, period, charge_units FROM period_totals "
                 "WHERE period >= ? AND period <= ?",
                 (first, last),
@@ -632,7 +623,7 @@ def _users_usage(
         who = _who(state, names[n : n + USERS_PER_QUERY])
         clause, values = who.clause(in_totals=True)
         totals += _as_totals(
-            conn.query(
+            conn.rows(
                 "SELECT userid, username, bank, period, charge_units FROM period_totals "
                 f"WHERE period >= ? AND period <= ?{in_periods}{clause}",
                 [first, last, *changed, *values],
