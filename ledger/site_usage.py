@@ -195,10 +195,18 @@ def _charges_by_period(
     """The totals' charges by association and period (those `wanted`, if given), each list in
     the totals' order for math.fsum."""
     per_assoc: dict[AssocKey, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for total in totals:
-        key = resolver.resolve_cached(total.userid, total.username, total.bank)
-        if key is not None and (wanted is None or wanted(key, total.period)):
-            per_assoc[key][total.period].append(total.charge)
+    resolve = resolver.resolve_cached
+    # Each identity resolved once, by a lookup in the loop: a site's totals repeat each
+    # identity per period (an as-of read goes through tens of thousands).
+    keys: dict[tuple[int | None, str | None, str | None], AssocKey | None] = {}
+    for userid, username, bank, period, charge in totals:
+        identity = (userid, username, bank)
+        try:
+            key = keys[identity]
+        except KeyError:
+            key = keys[identity] = resolve(userid, username, bank)
+        if key is not None and (wanted is None or wanted(key, period)):
+            per_assoc[key][period].append(charge)
     return per_assoc
 
 
