@@ -150,16 +150,9 @@ def rank_siblings(siblings: Iterable[WeightedSibling]) -> list[WeightedSibling]:
     result into runs of neighbours that are `is_equal`, and move the users of each run ahead of
     its banks.
     """
-    by_weight = sorted(siblings, key=_descending_weight_then_name)
-    ranked: list[WeightedSibling] = []
-    run: list[WeightedSibling] = []
-    for sibling in by_weight:
-        if run and not is_equal(run[-1].weight, sibling.weight):
-            ranked.extend(_users_first(run))
-            run = []
-        run.append(sibling)
-    ranked.extend(_users_first(run))
-    return ranked
+    entries = [_entry(sibling.member, sibling.weight) for sibling in siblings]
+    ranked, _ = _walk_order(entries)
+    return [WeightedSibling(member, weight) for _, weight, _, member in ranked]
 
 
 def iter_users(bank: BankNode) -> Iterator[UserLeaf]:
@@ -202,8 +195,7 @@ def rank_associations(root: BankNode) -> Ranking:
     A tree without users gives no ranks. Raises InvalidValue if a bank name appears twice, if
     a user's `bank` is not the bank that holds it, or if a bank holds the same username twice.
     """
-    _check_tree(root)
-    total_users = sum(1 for _ in iter_users(root))
+    total_users = _check_tree(root)
     if total_users == 0:
         return Ranking({}, 0)
     walk = _WeightedWalk(total_users, _subtree_usages(root))
@@ -220,6 +212,57 @@ def compute_fairshare(root: BankNode) -> dict[tuple[str, str], float]:
     return rank_associations(root).fairshare()
 
 
+# A sibling as the walk sorts and visits it: (sort key, weight, is a user, the sibling). Plain
+# tuples rather than WeightedSibling: a large site builds one per association on every update.
+_Entry = tuple[tuple[float, int, str, str], float, bool, Sibling]
+
+_EPSILON: float = sys.float_info.epsilon
+
+
+def _entry(member: Sibling, weight: float) -> _Entry:
+    """The sort key: descending weight, users first on an exact tie, then by name, so that the
+    order never depends on the input's (names are unique among the siblings ranked together)."""
+    if isinstance(member, UserLeaf):
+        return ((-weight, 0, member.username, member.bank), weight, True, member)
+    return ((-weight, 1, member.name, ""), weight, False, member)
+
+
+def _sort_key(entry: _Entry) -> tuple[float, int, str, str]:
+    return entry[0]
+
+
+def _walk_order(entries: list[_Entry]) -> tuple[list[_Entry], list[bool]]:
+    """rank_siblings' order of `entries` (sorted in place), and for each entry whether its
+    weight `is_equal`s the next one's in that order (False for the last)."""
+    entries.sort(key=_sort_key)
+    equal_next = _equal_neighbours(entries)
+    kinds = {entry[2] for entry in entries}
+    if len(kinds) < 2:
+        # Only users or only banks: moving users ahead within a run changes nothing.
+        return entries, equal_next
+    ranked: list[_Entry] = []
+    run: list[_Entry] = []
+    for entry, equal in zip(entries, equal_next, strict=True):
+        run.append(entry)
+        if not equal:
+            ranked += [e for e in run if e[2]]
+            ranked += [e for e in run if not e[2]]
+            run = []
+    return ranked, _equal_neighbours(ranked)
+
+
+def _equal_neighbours(entries: list[_Entry]) -> list[bool]:
+    """Whether each entry's weight `is_equal`s the next one's (False for the last)."""
+    weights = [entry[1] for entry in entries]
+    # is_equal inlined: this runs once per association.
+    equal = [
+        abs(a - b) < _EPSILON * max(abs(a), abs(b), 1.0)
+        for a, b in zip(weights, weights[1:], strict=False)
+    ]
+    equal.append(False)
+    return equal
+
+
 class _WeightedWalk:
     """One run of the walk: the rank counts down from N as users are visited."""
 
@@ -231,50 +274,52 @@ class _WeightedWalk:
         self.ranks: dict[tuple[str, str], int] = {}
 
     def visit_bank(self, bank: BankNode) -> None:
-        self.visit_siblings(rank_siblings(self.weigh_children(bank)))
+        self.visit_siblings(self.weigh_children(bank))
 
-    def weigh_children(self, bank: BankNode) -> list[WeightedSibling]:
-        members: list[Sibling] = [*bank.users, *bank.children]
-        usages = [user.usage for user in bank.users]
-        usages += [self.usage_by_bank[child.name] for child in bank.children]
-        weights = sibling_weights([member.shares for member in members], usages)
-        return [WeightedSibling(m, w) for m, w in zip(members, weights, strict=True)]
+    def weigh_children(self, bank: BankNode) -> list[_Entry]:
+        users, children = bank.users, bank.children
+        usages = [user.usage for user in users]
+        usages += [self.usage_by_bank[child.name] for child in children]
+        shares = [user.shares for user in users]
+        shares += [child.shares for child in children]
+        weights = sibling_weights(shares, usages)
+        entries: list[_Entry] = [
+            ((-w, 0, user.username, user.bank), w, True, user)
+            for user, w in zip(users, weights, strict=False)
+        ]
+        entries += [
+            ((-w, 1, child.name, ""), w, False, child)
+            for child, w in zip(children, weights[len(users) :], strict=True)
+        ]
+        return entries
 
-    def visit_siblings(self, ranked: list[WeightedSibling]) -> None:
-        """Visit ranked siblings in order; an empty list (an empty bank) consumes no rank."""
+    def visit_siblings(self, entries: list[_Entry]) -> None:
+        """Visit siblings in walk order; none (an empty bank) consumes no rank."""
+        ranked, equal_next = _walk_order(entries)
+        ranks = self.ranks
         tied_banks: list[BankNode] = []
-        for index, sibling in enumerate(ranked):
-            following = ranked[index + 1] if index + 1 < len(ranked) else None
+        for index, (_, _, is_user, member) in enumerate(ranked):
             # A tie needs the same kind: a user and a bank with equal weights are not tied,
-            # the user simply went first.
-            tied_with_next = (
-                following is not None
-                and following.is_user == sibling.is_user
-                and is_equal(sibling.weight, following.weight)
-            )
-            member = sibling.member
+            # the user simply went first. (The last entry is never equal to a next one.)
+            tied_with_next = equal_next[index] and ranked[index + 1][2] == is_user
             if isinstance(member, UserLeaf):
-                self.assign(member, tied_with_next)
+                ranks[(member.username, member.bank)] = self.rank
+                if tied_with_next:
+                    self.stride += 1
+                else:
+                    # Competition ranking: the next user starts below every user of this tie.
+                    self.rank -= 1 + self.stride
+                    self.stride = 0
             elif tied_with_next:
                 tied_banks.append(member)
             elif tied_banks:
                 # The last bank of a tied run: visit the run as one virtual bank whose children
                 # keep the weights they have against their own siblings.
                 tied_banks.append(member)
-                merged = [ws for bank in tied_banks for ws in self.weigh_children(bank)]
-                self.visit_siblings(rank_siblings(merged))
+                self.visit_siblings([e for bank in tied_banks for e in self.weigh_children(bank)])
                 tied_banks = []
             else:
                 self.visit_bank(member)
-
-    def assign(self, user: UserLeaf, tied_with_next: bool) -> None:
-        self.ranks[(user.username, user.bank)] = self.rank
-        if tied_with_next:
-            self.stride += 1
-        else:
-            # Competition ranking: the next user starts below every user of this tied group.
-            self.rank -= 1 + self.stride
-            self.stride = 0
 
 
 def _check_shares(shares: int, what: str) -> None:
@@ -282,8 +327,11 @@ def _check_shares(shares: int, what: str) -> None:
         raise InvalidValue(f"shares of {what} must be an integer >= 0, got {shares!r}")
 
 
-def _check_tree(root: BankNode) -> None:
-    """Bank names and (username, bank) must be unique: they identify results and break ties."""
+def _check_tree(root: BankNode) -> int:
+    """Bank names and (username, bank) must be unique: they identify results and break ties.
+
+    Returns the number of users in the tree (N), counted on the way."""
+    total_users = 0
     seen_banks: set[str] = set()
     pending = [root]
     while pending:
@@ -300,7 +348,9 @@ def _check_tree(root: BankNode) -> None:
             if user.username in usernames:
                 raise InvalidValue(f"association ({user.username}, {bank.name}) appears twice")
             usernames.add(user.username)
+        total_users += len(bank.users)
         pending.extend(bank.children)
+    return total_users
 
 
 def _subtree_usages(root: BankNode) -> dict[str, float]:
@@ -316,14 +366,3 @@ def _subtree_usages(root: BankNode) -> dict[str, float]:
 
     collect(root)
     return usages
-
-
-def _descending_weight_then_name(sibling: WeightedSibling) -> tuple[float, int, str, str]:
-    member = sibling.member
-    if isinstance(member, UserLeaf):
-        return (-sibling.weight, 0, member.username, member.bank)
-    return (-sibling.weight, 1, member.name, "")
-
-
-def _users_first(run: list[WeightedSibling]) -> list[WeightedSibling]:
-    return [s for s in run if s.is_user] + [s for s in run if not s.is_user]

@@ -1,0 +1,215 @@
+"""The optimised weighted walk against a straightforward one (the walk as first written, kept
+here as the oracle): the same ranks, in the same (walk) order, on random trees full of ties."""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ledger.fairshare import (
+    FAIRSHARE_DECIMALS,
+    BankNode,
+    Ranking,
+    UserLeaf,
+    WeightedSibling,
+    rank_associations,
+    rank_siblings,
+)
+
+# --- the oracle: ledger/fairshare.py's walk before it was optimised, unchanged in substance ---
+
+ORACLE_ZERO_USAGE_WEIGHT = float(2**64)
+ORACLE_ZERO_USAGE_EPSILON = 1e-9
+
+
+def oracle_is_equal(a: float, b: float) -> bool:
+    return abs(a - b) < sys.float_info.epsilon * max(abs(a), abs(b), 1.0)
+
+
+def oracle_sibling_weight(
+    shares: int, usage: float, total_shares: int, total_usage: float
+) -> float:
+    if shares == 0:
+        return 0.0
+    if abs(usage) < ORACLE_ZERO_USAGE_EPSILON:
+        return ORACLE_ZERO_USAGE_WEIGHT
+    if total_usage == 0.0:
+        return 0.0
+    return (float(shares) / float(total_shares)) / (usage / total_usage)
+
+
+@dataclass(frozen=True)
+class OracleSibling:
+    member: UserLeaf | BankNode
+    weight: float
+
+    @property
+    def is_user(self) -> bool:
+        return isinstance(self.member, UserLeaf)
+
+
+def oracle_rank_siblings(siblings: Iterable[OracleSibling]) -> list[OracleSibling]:
+    def key(sibling: OracleSibling) -> tuple[float, int, str, str]:
+        member = sibling.member
+        if isinstance(member, UserLeaf):
+            return (-sibling.weight, 0, member.username, member.bank)
+        return (-sibling.weight, 1, member.name, "")
+
+    def users_first(run: list[OracleSibling]) -> list[OracleSibling]:
+        return [s for s in run if s.is_user] + [s for s in run if not s.is_user]
+
+    ranked: list[OracleSibling] = []
+    run: list[OracleSibling] = []
+    for sibling in sorted(siblings, key=key):
+        if run and not oracle_is_equal(run[-1].weight, sibling.weight):
+            ranked.extend(users_first(run))
+            run = []
+        run.append(sibling)
+    ranked.extend(users_first(run))
+    return ranked
+
+
+def oracle_iter_users(bank: BankNode) -> Iterator[UserLeaf]:
+    yield from bank.users
+    for child in bank.children:
+        yield from oracle_iter_users(child)
+
+
+class OracleWalk:
+    def __init__(self, total_users: int, root: BankNode) -> None:
+        self.rank = total_users
+        self.stride = 0
+        self.ranks: dict[tuple[str, str], int] = {}
+        self.usage_by_bank: dict[str, float] = {}
+        pending = [root]
+        while pending:
+            bank = pending.pop()
+            self.usage_by_bank[bank.name] = math.fsum(u.usage for u in oracle_iter_users(bank))
+            pending.extend(bank.children)
+
+    def visit_bank(self, bank: BankNode) -> None:
+        self.visit_siblings(oracle_rank_siblings(self.weigh_children(bank)))
+
+    def weigh_children(self, bank: BankNode) -> list[OracleSibling]:
+        members: list[UserLeaf | BankNode] = [*bank.users, *bank.children]
+        usages = [user.usage for user in bank.users]
+        usages += [self.usage_by_bank[child.name] for child in bank.children]
+        total_shares = sum(member.shares for member in members)
+        total_usage = math.fsum(usages)
+        return [
+            OracleSibling(m, oracle_sibling_weight(m.shares, u, total_shares, total_usage))
+            for m, u in zip(members, usages, strict=True)
+        ]
+
+    def visit_siblings(self, ranked: list[OracleSibling]) -> None:
+        tied_banks: list[BankNode] = []
+        for index, sibling in enumerate(ranked):
+            following = ranked[index + 1] if index + 1 < len(ranked) else None
+            tied_with_next = (
+                following is not None
+                and following.is_user == sibling.is_user
+                and oracle_is_equal(sibling.weight, following.weight)
+            )
+            member = sibling.member
+            if isinstance(member, UserLeaf):
+                self.ranks[(member.username, member.bank)] = self.rank
+                if tied_with_next:
+                    self.stride += 1
+                else:
+                    self.rank -= 1 + self.stride
+                    self.stride = 0
+            elif tied_with_next:
+                tied_banks.append(member)
+            elif tied_banks:
+                tied_banks.append(member)
+                merged = [ws for bank in tied_banks for ws in self.weigh_children(bank)]
+                self.visit_siblings(oracle_rank_siblings(merged))
+                tied_banks = []
+            else:
+                self.visit_bank(member)
+
+
+def oracle_ranking(root: BankNode) -> Ranking:
+    total_users = sum(1 for _ in oracle_iter_users(root))
+    if total_users == 0:
+        return Ranking({}, 0)
+    walk = OracleWalk(total_users, root)
+    walk.visit_bank(root)
+    return Ranking(walk.ranks, total_users)
+
+
+def oracle_fairshare(ranking: Ranking) -> dict[tuple[str, str], float]:
+    return {
+        key: round(rank / ranking.ranked_of, FAIRSHARE_DECIMALS)
+        for key, rank in ranking.ranks.items()
+    }
+
+
+# --- random trees where every kind of tie is likely --------------------------------------------
+
+# 0.1 + 0.2 is 0.30000000000000004: a bank holding users at 0.1 and 0.2 weighs a hair off a user
+# at 0.3, so is_equal runs of users and banks that are not exactly equal come up. Negative
+# usages can cancel a bank's total out to 0.
+TIE_USAGES = [0.0, 1e-10, 0.1, 0.2, 0.3, 0.30000000000000004, 1.0, 2.0, 3.0, 1e6, -1.0, -0.3]
+SHARES = st.sampled_from([0, 1, 1, 2, 3, 10])
+USAGES = st.one_of(
+    st.sampled_from(TIE_USAGES),
+    st.floats(min_value=-10.0, max_value=1e9, allow_nan=False, allow_infinity=False),
+)
+
+
+@st.composite
+def walk_trees(draw: st.DrawFn) -> BankNode:
+    numbers = iter(range(1_000_000))
+
+    def bank(depth: int) -> BankNode:
+        name = f"b{next(numbers)}"
+        sub_banks = draw(st.integers(0, 4)) if depth < 3 else 0
+        children = tuple(bank(depth + 1) for _ in range(sub_banks))
+        # A bank may hold users beside sub-banks (or nothing: an empty bank); usernames repeat
+        # across banks, so tied banks merge users of the same name.
+        user_count = draw(st.integers(0, 5))
+        users = tuple(
+            UserLeaf(f"u{i}", name, draw(SHARES), draw(USAGES)) for i in range(user_count)
+        )
+        return BankNode(name, draw(SHARES), children, users)
+
+    return bank(0)
+
+
+@settings(deadline=None, max_examples=400)
+@given(tree=walk_trees())
+def test_walk_matches_the_oracle(tree: BankNode) -> None:
+    expected = oracle_ranking(tree)
+    got = rank_associations(tree)
+    assert got.ranked_of == expected.ranked_of
+    # Walk order is part of the result: compare the items as lists, not the dicts.
+    assert list(got.ranks.items()) == list(expected.ranks.items())
+    assert list(got.fairshare().items()) == list(oracle_fairshare(expected).items())
+
+
+@settings(deadline=None, max_examples=300)
+@given(
+    weights=st.lists(
+        st.tuples(
+            st.booleans(),
+            st.sampled_from([0.0, 1.0, 1.0 + 2**-52, 1.0 + 2**-51, 2.0, 2**64, 0.5, 1e-17]),
+        ),
+        max_size=12,
+    )
+)
+def test_rank_siblings_matches_the_oracle(weights: list[tuple[bool, float]]) -> None:
+    members: list[UserLeaf | BankNode] = [
+        UserLeaf(f"u{i}", "b", 1, 1.0) if is_user else BankNode(f"b{i}", 1)
+        for i, (is_user, _) in enumerate(weights)
+    ]
+    got = rank_siblings(WeightedSibling(m, w) for m, (_, w) in zip(members, weights, strict=True))
+    expected = oracle_rank_siblings(
+        OracleSibling(m, w) for m, (_, w) in zip(members, weights, strict=True)
+    )
+    assert [(s.member, s.weight) for s in got] == [(s.member, s.weight) for s in expected]
