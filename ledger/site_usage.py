@@ -200,14 +200,29 @@ def _charges_by_period(
 
 def bank_usage(state: SiteState, usage: dict[AssocKey, AssociationUsage]) -> dict[str, float]:
     """Each bank's usage: the sum over the active associations below it."""
-    totals: dict[str, list[float]] = defaultdict(list)
+    own: dict[str, list[float]] = defaultdict(list)
     for assoc in state.all_associations():
-        if not assoc.active:
-            continue
-        value = usage[(assoc.username, assoc.bank)].usage
-        for bank in [assoc.bank, *state.ancestors(assoc.bank)]:
-            totals[bank].append(value)
-    return {name: math.fsum(totals.get(name, [])) for name in state.banks}
+        if assoc.active:
+            own[assoc.bank].append(usage[(assoc.username, assoc.bank)].usage)
+    sub_banks: dict[str, list[str]] = defaultdict(list)
+    for name, bank in state.banks.items():
+        if bank.parent_bank:
+            sub_banks[bank.parent_bank].append(name)
+    below: dict[str, list[float]] = {}
+
+    def values_below(name: str) -> list[float]:
+        """The usages of the bank's subtree, each bank's list made once from its children's."""
+        values = below.get(name)
+        if values is None:
+            values = list(own.get(name, []))
+            for sub in sub_banks.get(name, []):
+                values += values_below(sub)
+            below[name] = values
+        return values
+
+    # The fsum of every usage below the bank, not of its sub-banks' sums: those are rounded,
+    # and a sum of them could differ in the last bit.
+    return {name: math.fsum(values_below(name)) for name in state.banks}
 
 
 def fairshare_tree(state: SiteState, usage: dict[AssocKey, AssociationUsage]) -> BankNode | None:

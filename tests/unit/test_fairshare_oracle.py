@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import math
 import sys
+from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ledger.errors import InvalidValue
 from ledger.fairshare import (
     FAIRSHARE_DECIMALS,
     BankNode,
@@ -20,6 +24,14 @@ from ledger.fairshare import (
     rank_associations,
     rank_siblings,
 )
+from ledger.site_usage import (
+    AssociationUsage,
+    AssocKey,
+    bank_usage,
+    fairshare_tree,
+    site_ranking,
+)
+from ledger.state import Association, Bank, SiteState
 
 # --- the oracle: ledger/fairshare.py's walk before it was optimised, unchanged in substance ---
 
@@ -213,3 +225,93 @@ def test_rank_siblings_matches_the_oracle(weights: list[tuple[bool, float]]) -> 
         OracleSibling(m, w) for m, (_, w) in zip(members, weights, strict=True)
     )
     assert [(s.member, s.weight) for s in got] == [(s.member, s.weight) for s in expected]
+
+
+# --- a site: site_ranking (which skips the BankNode tree) and bank_usage against the oracle ---
+
+
+def oracle_bank_usage(
+    state: SiteState, usage: dict[AssocKey, AssociationUsage]
+) -> dict[str, float]:
+    """bank_usage as first written: each usage appended to its bank and every ancestor."""
+    totals: dict[str, list[float]] = defaultdict(list)
+    for assoc in state.all_associations():
+        if not assoc.active:
+            continue
+        value = usage[(assoc.username, assoc.bank)].usage
+        for bank in [assoc.bank, *state.ancestors(assoc.bank)]:
+            totals[bank].append(value)
+    return {name: math.fsum(totals.get(name, [])) for name in state.banks}
+
+
+@st.composite
+def sites(draw: st.DrawFn) -> tuple[SiteState, dict[AssocKey, AssociationUsage]]:
+    state = SiteState()
+    usage: dict[AssocKey, AssociationUsage] = {}
+    numbers = iter(range(1_000_000))
+
+    def bank(parent: str, depth: int) -> None:
+        number = next(numbers)
+        name = f"b{number}"
+        # An inactive bank leaves its subtree out of the walk, but not out of bank_usage.
+        active = draw(st.integers(0, 5)) > 0
+        state.banks[name] = Bank(number, name, parent, draw(SHARES), active=active)
+        for i in range(draw(st.integers(0, 4))):
+            username = f"u{i}"
+            state.associations.setdefault(username, {})[name] = Association(
+                username,
+                name,
+                i,
+                0.0,
+                0.0,
+                active=draw(st.integers(0, 5)) > 0,
+                shares=draw(SHARES),
+            )
+            usage[(username, name)] = AssociationUsage(draw(USAGES), [])
+        if depth < 3:
+            for _ in range(draw(st.integers(0, 3))):
+                bank(name, depth + 1)
+
+    bank("", 0)
+    # The dicts' order is part of the input: shuffle it, results must not follow it.
+    state.banks = dict(draw(st.permutations(list(state.banks.items()))))
+    state.associations = dict(draw(st.permutations(list(state.associations.items()))))
+    return state, usage
+
+
+def float_bits(values: dict[Any, float]) -> list[tuple[Any, str]]:
+    return [(key, value.hex()) for key, value in values.items()]
+
+
+@settings(deadline=None, max_examples=300)
+@given(site=sites())
+def test_site_ranking_and_bank_usage_match_the_oracle(
+    site: tuple[SiteState, dict[AssocKey, AssociationUsage]],
+) -> None:
+    state, usage = site
+    tree = fairshare_tree(state, usage)
+    expected = oracle_ranking(tree) if tree is not None else Ranking({}, 0)
+    got = site_ranking(state, usage)
+    assert got.ranked_of == expected.ranked_of
+    assert list(got.ranks.items()) == list(expected.ranks.items())
+    assert float_bits(got.fairshare()) == float_bits(oracle_fairshare(expected))
+    assert float_bits(bank_usage(state, usage)) == float_bits(oracle_bank_usage(state, usage))
+
+
+@pytest.mark.parametrize("outside", [False, True])
+def test_site_ranking_refuses_what_fairshare_tree_refuses(outside: bool) -> None:
+    state = SiteState()
+    state.banks = {
+        "root": Bank(1, "root", "", 1),
+        "a": Bank(2, "a", "root", 1, active=not outside),
+    }
+    state.associations = {
+        "u": {"a": Association("u", "a", 1, 0.0, 0.0)},
+        "v": {"root": Association("v", "root", 2, 0.0, 0.0, shares=-1)},
+    }
+    usage = {("u", "a"): AssociationUsage(math.inf, []), ("v", "root"): AssociationUsage(1.0, [])}
+    with pytest.raises(InvalidValue) as expected:
+        fairshare_tree(state, usage)
+    with pytest.raises(InvalidValue) as got:
+        site_ranking(state, usage)
+    assert str(got.value) == str(expected.value)
