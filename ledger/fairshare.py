@@ -35,7 +35,8 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TypeVar, cast
 
 from ledger.errors import InvalidValue
 
@@ -60,13 +61,17 @@ class UserLeaf:
     usage: float
 
     def __post_init__(self) -> None:
-        _check_shares(self.shares, f"association ({self.username}, {self.bank})")
-        # NaN or infinity would make the order of siblings meaningless (and order-dependent).
-        if not math.isfinite(self.usage):
-            raise InvalidValue(
-                f"usage of association ({self.username}, {self.bank}) must be finite,"
-                f" got {self.usage!r}"
-            )
+        check_association(self.username, self.bank, self.shares, self.usage)
+
+
+def check_association(username: str, bank: str, shares: int, usage: float) -> None:
+    """What a UserLeaf requires of an association: raises InvalidValue otherwise."""
+    _check_shares(shares, f"association ({username}, {bank})")
+    # NaN or infinity would make the order of siblings meaningless (and order-dependent).
+    if not math.isfinite(usage):
+        raise InvalidValue(
+            f"usage of association ({username}, {bank}) must be finite, got {usage!r}"
+        )
 
 
 @dataclass(frozen=True)
@@ -83,7 +88,39 @@ class BankNode:
     users: tuple[UserLeaf, ...] = ()
 
     def __post_init__(self) -> None:
-        _check_shares(self.shares, f"bank {self.name}")
+        check_bank(self.name, self.shares)
+
+
+@dataclass(eq=False)
+class FlatBank:
+    """A bank as the walk reads it: its associations as parallel lists rather than UserLeaf
+    objects, which a large site would build by the ten thousand on every update only for the
+    walk to take them apart. rank_associations makes these of a BankNode tree; a caller that
+    holds the tree in another form (the site's state) builds them directly, checks each
+    bank's shares (check_bank) and adds the associations with `add_user`, and then answers for
+    what rank_associations checks of a tree: bank names unique, no username twice in a bank.
+    """
+
+    name: str
+    shares: int
+    sub_banks: list[FlatBank] = field(default_factory=list)
+    user_keys: list[tuple[str, str]] = field(default_factory=list)  # (username, bank)
+    user_shares: list[int] = field(default_factory=list)
+    user_usages: list[float] = field(default_factory=list)
+
+    def add_user(self, username: str, shares: int, usage: float) -> None:
+        """Add an association of this bank, checked as a UserLeaf would be."""
+        # The check's plain case first: this runs once per association.
+        if not (shares.__class__ is int and shares >= 0 and math.isfinite(usage)):
+            check_association(username, self.name, shares, usage)
+        self.user_keys.append((username, self.name))
+        self.user_shares.append(shares)
+        self.user_usages.append(usage)
+
+
+def check_bank(name: str, shares: int) -> None:
+    """What a BankNode requires of a bank: raises InvalidValue otherwise."""
+    _check_shares(shares, f"bank {name}")
 
 
 Sibling = UserLeaf | BankNode
@@ -134,8 +171,18 @@ def sibling_weights(shares: Sequence[int], usages: Sequence[float]) -> list[floa
         raise ValueError(f"{len(shares)} shares for {len(usages)} usages")
     total_shares = sum(shares)
     total_usage = math.fsum(usages)
+    if total_usage == 0.0:
+        return [
+            sibling_weight(share, usage, total_shares, total_usage)
+            for share, usage in zip(shares, usages, strict=True)
+        ]
+    # sibling_weight's last case worked out inline (this runs once per association), the
+    # others left to it.
+    denominator = float(total_shares)
     return [
-        sibling_weight(share, usage, total_shares, total_usage)
+        (float(share) / denominator) / (usage / total_usage)
+        if share != 0 and not -ZERO_USAGE_EPSILON < usage < ZERO_USAGE_EPSILON
+        else sibling_weight(share, usage, total_shares, total_usage)
         for share, usage in zip(shares, usages, strict=True)
     ]
 
@@ -181,7 +228,11 @@ class Ranking:
 
     def fairshare(self) -> dict[tuple[str, str], float]:
         """Each association's fair-share, in walk order."""
-        return {key: fairshare_of_rank(rank, self.ranked_of) for key, rank in self.ranks.items()}
+        ranked_of = self.ranked_of
+        # fairshare_of_rank inlined: this runs once per association.
+        return {
+            key: round(rank / ranked_of, FAIRSHARE_DECIMALS) for key, rank in self.ranks.items()
+        }
 
 
 def fairshare_of_rank(rank: int, ranked_of: int) -> float:
@@ -195,10 +246,17 @@ def rank_associations(root: BankNode) -> Ranking:
     A tree without users gives no ranks. Raises InvalidValue if a bank name appears twice, if
     a user's `bank` is not the bank that holds it, or if a bank holds the same username twice.
     """
-    total_users = _check_tree(root)
+    _check_tree(root)
+    return rank_flat(_flattened(root))
+
+
+def rank_flat(root: FlatBank) -> Ranking:
+    """rank_associations of the tree in flat form (see FlatBank for what it takes as given)."""
+    usage_by_bank: dict[str, float] = {}
+    total_users = _subtree_usages(root, usage_by_bank)
     if total_users == 0:
         return Ranking({}, 0)
-    walk = _WeightedWalk(total_users, _subtree_usages(root))
+    walk = _WeightedWalk(total_users, usage_by_bank)
     walk.visit_bank(root)
     return Ranking(walk.ranks, total_users)
 
@@ -212,14 +270,18 @@ def compute_fairshare(root: BankNode) -> dict[tuple[str, str], float]:
     return rank_associations(root).fairshare()
 
 
+_Key = tuple[float, int, str, str]
+_Member = TypeVar("_Member")
 # A sibling as the walk sorts and visits it: (sort key, weight, is a user, the sibling). Plain
 # tuples rather than WeightedSibling: a large site builds one per association on every update.
-_Entry = tuple[tuple[float, int, str, str], float, bool, Sibling]
+_Entry = tuple[_Key, float, bool, _Member]
+# The walk's own: a user is its (username, bank), a bank its FlatBank.
+_WalkEntry = tuple[_Key, float, bool, "tuple[str, str] | FlatBank"]
 
 _EPSILON: float = sys.float_info.epsilon
 
 
-def _entry(member: Sibling, weight: float) -> _Entry:
+def _entry(member: Sibling, weight: float) -> _Entry[Sibling]:
     """The sort key: descending weight, users first on an exact tie, then by name, so that the
     order never depends on the input's (names are unique among the siblings ranked together)."""
     if isinstance(member, UserLeaf):
@@ -227,11 +289,11 @@ def _entry(member: Sibling, weight: float) -> _Entry:
     return ((-weight, 1, member.name, ""), weight, False, member)
 
 
-def _sort_key(entry: _Entry) -> tuple[float, int, str, str]:
+def _sort_key(entry: _Entry[_Member]) -> _Key:
     return entry[0]
 
 
-def _walk_order(entries: list[_Entry]) -> tuple[list[_Entry], list[bool]]:
+def _walk_order(entries: list[_Entry[_Member]]) -> tuple[list[_Entry[_Member]], list[bool]]:
     """rank_siblings' order of `entries` (sorted in place), and for each entry whether its
     weight `is_equal`s the next one's in that order (False for the last)."""
     entries.sort(key=_sort_key)
@@ -240,8 +302,8 @@ def _walk_order(entries: list[_Entry]) -> tuple[list[_Entry], list[bool]]:
     if len(kinds) < 2:
         # Only users or only banks: moving users ahead within a run changes nothing.
         return entries, equal_next
-    ranked: list[_Entry] = []
-    run: list[_Entry] = []
+    ranked: list[_Entry[_Member]] = []
+    run: list[_Entry[_Member]] = []
     for entry, equal in zip(entries, equal_next, strict=True):
         run.append(entry)
         if not equal:
@@ -251,7 +313,7 @@ def _walk_order(entries: list[_Entry]) -> tuple[list[_Entry], list[bool]]:
     return ranked, _equal_neighbours(ranked)
 
 
-def _equal_neighbours(entries: list[_Entry]) -> list[bool]:
+def _equal_neighbours(entries: list[_Entry[_Member]]) -> list[bool]:
     """Whether each entry's weight `is_equal`s the next one's (False for the last)."""
     weights = [entry[1] for entry in entries]
     # is_equal inlined: this runs once per association.
@@ -259,7 +321,8 @@ def _equal_neighbours(entries: list[_Entry]) -> list[bool]:
         abs(a - b) < _EPSILON * max(abs(a), abs(b), 1.0)
         for a, b in zip(weights, weights[1:], strict=False)
     ]
-    equal.append(False)
+    if weights:
+        equal.append(False)
     return equal
 
 
@@ -273,37 +336,49 @@ class _WeightedWalk:
         self.stride = 0
         self.ranks: dict[tuple[str, str], int] = {}
 
-    def visit_bank(self, bank: BankNode) -> None:
+    def visit_bank(self, bank: FlatBank) -> None:
         self.visit_siblings(self.weigh_children(bank))
 
-    def weigh_children(self, bank: BankNode) -> list[_Entry]:
-        users, children = bank.users, bank.children
-        usages = [user.usage for user in users]
-        usages += [self.usage_by_bank[child.name] for child in children]
-        shares = [user.shares for user in users]
-        shares += [child.shares for child in children]
-        weights = sibling_weights(shares, usages)
-        entries: list[_Entry] = [
-            ((-w, 0, user.username, user.bank), w, True, user)
-            for user, w in zip(users, weights, strict=False)
+    def weigh_children(self, bank: FlatBank) -> list[_WalkEntry]:
+        subs = bank.sub_banks
+        usage_by_bank = self.usage_by_bank
+        weights = sibling_weights(
+            bank.user_shares + [sub.shares for sub in subs],
+            bank.user_usages + [usage_by_bank[sub.name] for sub in subs],
+        )
+        entries: list[_WalkEntry] = [
+            ((-w, 0, key[0], key[1]), w, True, key)
+            for key, w in zip(bank.user_keys, weights, strict=False)
         ]
         entries += [
-            ((-w, 1, child.name, ""), w, False, child)
-            for child, w in zip(children, weights[len(users) :], strict=True)
+            ((-w, 1, sub.name, ""), w, False, sub)
+            for sub, w in zip(subs, weights[len(bank.user_keys) :], strict=True)
         ]
         return entries
 
-    def visit_siblings(self, entries: list[_Entry]) -> None:
+    def visit_siblings(self, entries: list[_WalkEntry]) -> None:
         """Visit siblings in walk order; none (an empty bank) consumes no rank."""
         ranked, equal_next = _walk_order(entries)
         ranks = self.ranks
-        tied_banks: list[BankNode] = []
+        if not any(isinstance(entry[3], FlatBank) for entry in ranked):
+            # Only users (a bank without sub-banks: most of them): every tie is of one kind.
+            rank, stride = self.rank, self.stride
+            for (_, _, _, key), tied_with_next in zip(ranked, equal_next, strict=True):
+                ranks[cast("tuple[str, str]", key)] = rank
+                if tied_with_next:
+                    stride += 1
+                else:
+                    rank -= 1 + stride
+                    stride = 0
+            self.rank, self.stride = rank, stride
+            return
+        tied_banks: list[FlatBank] = []
         for index, (_, _, is_user, member) in enumerate(ranked):
             # A tie needs the same kind: a user and a bank with equal weights are not tied,
             # the user simply went first. (The last entry is never equal to a next one.)
             tied_with_next = equal_next[index] and ranked[index + 1][2] == is_user
-            if isinstance(member, UserLeaf):
-                ranks[(member.username, member.bank)] = self.rank
+            if not isinstance(member, FlatBank):
+                ranks[member] = self.rank
                 if tied_with_next:
                     self.stride += 1
                 else:
@@ -327,11 +402,8 @@ def _check_shares(shares: int, what: str) -> None:
         raise InvalidValue(f"shares of {what} must be an integer >= 0, got {shares!r}")
 
 
-def _check_tree(root: BankNode) -> int:
-    """Bank names and (username, bank) must be unique: they identify results and break ties.
-
-    Returns the number of users in the tree (N), counted on the way."""
-    total_users = 0
+def _check_tree(root: BankNode) -> None:
+    """Bank names and (username, bank) must be unique: they identify results and break ties."""
     seen_banks: set[str] = set()
     pending = [root]
     while pending:
@@ -348,21 +420,32 @@ def _check_tree(root: BankNode) -> int:
             if user.username in usernames:
                 raise InvalidValue(f"association ({user.username}, {bank.name}) appears twice")
             usernames.add(user.username)
-        total_users += len(bank.users)
         pending.extend(bank.children)
-    return total_users
 
 
-def _subtree_usages(root: BankNode) -> dict[str, float]:
-    """`bank_usage` of every bank, in one pass over the tree."""
-    usages: dict[str, float] = {}
+def _flattened(bank: BankNode) -> FlatBank:
+    """The tree as FlatBanks (its shares and usages were checked when it was built)."""
+    return FlatBank(
+        bank.name,
+        bank.shares,
+        [_flattened(child) for child in bank.children],
+        [(user.username, user.bank) for user in bank.users],
+        [user.shares for user in bank.users],
+        [user.usage for user in bank.users],
+    )
 
-    def collect(bank: BankNode) -> list[float]:
-        below = [user.usage for user in bank.users]
-        for child in bank.children:
-            below += collect(child)
+
+def _subtree_usages(root: FlatBank, usages: dict[str, float]) -> int:
+    """Fill `usages` with `bank_usage` of every bank, in one pass over the tree; returns the
+    number of users in the tree."""
+
+    def collect(bank: FlatBank) -> list[float]:
+        below = list(bank.user_usages)
+        for sub in bank.sub_banks:
+            below += collect(sub)
+        # The fsum of all of the subtree's usages, not of the sub-banks' sums: those are
+        # rounded, and a sum of them could differ in the last bit.
         usages[bank.name] = math.fsum(below)
         return below
 
-    collect(root)
-    return usages
+    return len(collect(root))

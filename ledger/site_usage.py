@@ -20,7 +20,15 @@ from ledger.continuous_usage import (
     span_usage,
 )
 from ledger.errors import InvalidValue
-from ledger.fairshare import BankNode, Ranking, UserLeaf, rank_associations
+from ledger.fairshare import (
+    BankNode,
+    FlatBank,
+    Ranking,
+    UserLeaf,
+    check_association,
+    check_bank,
+    rank_flat,
+)
 from ledger.state import (
     CLASSIC,
     FAIR_TREE,
@@ -232,10 +240,7 @@ def fairshare_tree(state: SiteState, usage: dict[AssocKey, AssociationUsage]) ->
     if root is None or not root.active:
         return None
 
-    sub_banks: dict[str, list[str]] = defaultdict(list)
-    for bank in state.banks.values():
-        if bank.active and bank.parent_bank:
-            sub_banks[bank.parent_bank].append(bank.bank)
+    sub_banks = _active_sub_banks(state)
     members: dict[str, list[UserLeaf]] = defaultdict(list)
     for a in state.all_associations():
         if a.active:
@@ -250,13 +255,53 @@ def fairshare_tree(state: SiteState, usage: dict[AssocKey, AssociationUsage]) ->
     return node(root.bank)
 
 
+def _active_sub_banks(state: SiteState) -> dict[str, list[str]]:
+    sub_banks: dict[str, list[str]] = defaultdict(list)
+    for bank in state.banks.values():
+        if bank.active and bank.parent_bank:
+            sub_banks[bank.parent_bank].append(bank.bank)
+    return sub_banks
+
+
+def _flat_tree(state: SiteState, usage: dict[AssocKey, AssociationUsage]) -> FlatBank | None:
+    """fairshare_tree in the walk's flat form, without a UserLeaf per association; it checks
+    the same values and raises the same error first."""
+    root = state.root_bank()
+    if root is None or not root.active:
+        return None
+
+    sub_banks = _active_sub_banks(state)
+    flat: dict[str, FlatBank] = {}
+    children_first: list[FlatBank] = []  # the order in which fairshare_tree makes BankNodes
+
+    def node(name: str) -> FlatBank:
+        subs = [node(child) for child in sorted(sub_banks[name])]
+        bank = flat[name] = FlatBank(name, state.banks[name].shares, subs)
+        children_first.append(bank)
+        return bank
+
+    node(root.bank)
+    for a in state.all_associations():
+        if a.active:
+            value = usage[(a.username, a.bank)].usage
+            holder = flat.get(a.bank)
+            if holder is None:  # outside the active tree, but fairshare_tree checks it too
+                check_association(a.username, a.bank, a.shares, value)
+            else:
+                holder.add_user(a.username, a.shares, value)
+    for bank in children_first:
+        check_bank(bank.name, bank.shares)
+    return flat[root.bank]
+
+
 def site_ranking(state: SiteState, usage: dict[AssocKey, AssociationUsage]) -> Ranking:
     """The algorithm in force over the site's active tree: every active association's rank
-    (the weighted walk's), or Fair Tree's / classic's factors (slurm_ranking)."""
+    (the weighted walk's over fairshare_tree, or Fair Tree's / classic's factors:
+    slurm_ranking)."""
     if state.fairshare_algorithm != WEIGHTED_WALK:
         return slurm_ranking(state, usage, state.fairshare_algorithm)
-    tree = fairshare_tree(state, usage)
-    return rank_associations(tree) if tree is not None else Ranking({}, 0)
+    tree = _flat_tree(state, usage)
+    return rank_flat(tree) if tree is not None else Ranking({}, 0)
 
 
 def site_fairshare(
