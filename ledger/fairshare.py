@@ -36,7 +36,7 @@ import math
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar, cast
+from typing import Any, TypeVar
 
 from ledger.errors import InvalidValue
 
@@ -96,9 +96,10 @@ class FlatBank:
     """A bank as the walk reads it: its associations as parallel lists rather than UserLeaf
     objects, which a large site would build by the ten thousand on every update only for the
     walk to take them apart. rank_associations makes these of a BankNode tree; a caller that
-    holds the tree in another form (the site's state) builds them directly, checks each
-    bank's shares (check_bank) and adds the associations with `add_user`, and then answers for
-    what rank_associations checks of a tree: bank names unique, no username twice in a bank.
+    holds the tree in another form (the site's state) builds them directly and then answers
+    for what BankNode, UserLeaf and rank_associations check of a tree: valid shares and usages
+    (check_bank, check_association), bank names unique, the user keys' bank the holder's name,
+    no username twice in a bank.
     """
 
     name: str
@@ -107,15 +108,6 @@ class FlatBank:
     user_keys: list[tuple[str, str]] = field(default_factory=list)  # (username, bank)
     user_shares: list[int] = field(default_factory=list)
     user_usages: list[float] = field(default_factory=list)
-
-    def add_user(self, username: str, shares: int, usage: float) -> None:
-        """Add an association of this bank, checked as a UserLeaf would be."""
-        # The check's plain case first: this runs once per association.
-        if not (shares.__class__ is int and shares >= 0 and math.isfinite(usage)):
-            check_association(username, self.name, shares, usage)
-        self.user_keys.append((username, self.name))
-        self.user_shares.append(shares)
-        self.user_usages.append(usage)
 
 
 def check_bank(name: str, shares: int) -> None:
@@ -337,7 +329,7 @@ class _WeightedWalk:
         self.ranks: dict[tuple[str, str], int] = {}
 
     def visit_bank(self, bank: FlatBank) -> None:
-        self.visit_siblings(self.weigh_children(bank))
+        self.visit_siblings(self.weigh_children(bank), bool(bank.sub_banks))
 
     def weigh_children(self, bank: FlatBank) -> list[_WalkEntry]:
         subs = bank.sub_banks
@@ -356,15 +348,18 @@ class _WeightedWalk:
         ]
         return entries
 
-    def visit_siblings(self, entries: list[_WalkEntry]) -> None:
-        """Visit siblings in walk order; none (an empty bank) consumes no rank."""
+    def visit_siblings(self, entries: list[_WalkEntry], with_banks: bool) -> None:
+        """Visit siblings in walk order (`with_banks`: some are banks); none (an empty bank)
+        consumes no rank."""
         ranked, equal_next = _walk_order(entries)
         ranks = self.ranks
-        if not any(isinstance(entry[3], FlatBank) for entry in ranked):
+        if not with_banks:
             # Only users (a bank without sub-banks: most of them): every tie is of one kind.
             rank, stride = self.rank, self.stride
+            # Every member is a (username, bank) here; typing.cast would cost a call each.
+            user_ranks: dict[Any, int] = ranks
             for (_, _, _, key), tied_with_next in zip(ranked, equal_next, strict=True):
-                ranks[cast("tuple[str, str]", key)] = rank
+                user_ranks[key] = rank
                 if tied_with_next:
                     stride += 1
                 else:
@@ -391,7 +386,10 @@ class _WeightedWalk:
                 # The last bank of a tied run: visit the run as one virtual bank whose children
                 # keep the weights they have against their own siblings.
                 tied_banks.append(member)
-                self.visit_siblings([e for bank in tied_banks for e in self.weigh_children(bank)])
+                self.visit_siblings(
+                    [e for bank in tied_banks for e in self.weigh_children(bank)],
+                    any(bank.sub_banks for bank in tied_banks),
+                )
                 tied_banks = []
             else:
                 self.visit_bank(member)

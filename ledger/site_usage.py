@@ -283,12 +283,17 @@ def _flat_tree(state: SiteState, usage: dict[AssocKey, AssociationUsage]) -> Fla
     node(root.bank)
     for a in state.all_associations():
         if a.active:
-            value = usage[(a.username, a.bank)].usage
+            key = (a.username, a.bank)
+            value, shares = usage[key].usage, a.shares
+            # fairshare_tree checks every active association, in or out of the active tree.
+            # The check's plain case inline: this runs once per association.
+            if not (shares.__class__ is int and shares >= 0 and math.isfinite(value)):
+                check_association(a.username, a.bank, shares, value)
             holder = flat.get(a.bank)
-            if holder is None:  # outside the active tree, but fairshare_tree checks it too
-                check_association(a.username, a.bank, a.shares, value)
-            else:
-                holder.add_user(a.username, a.shares, value)
+            if holder is not None:
+                holder.user_keys.append(key)
+                holder.user_shares.append(shares)
+                holder.user_usages.append(value)
     for bank in children_first:
         check_bank(bank.name, bank.shares)
     return flat[root.bank]
