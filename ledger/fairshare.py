@@ -189,9 +189,10 @@ def rank_siblings(siblings: Iterable[WeightedSibling]) -> list[WeightedSibling]:
     result into runs of neighbours that are `is_equal`, and move the users of each run ahead of
     its banks.
     """
-    entries = [_entry(sibling.member, sibling.weight) for sibling in siblings]
+    # Sorted by the key alone: two siblings given with the same name must not be compared.
+    entries = sorted((_entry(s.member, s.weight) for s in siblings), key=_sort_key)
     ranked, _ = _walk_order(entries)
-    return [WeightedSibling(member, weight) for _, weight, _, member in ranked]
+    return [WeightedSibling(entry[4], -entry[0]) for entry in ranked]
 
 
 def iter_users(bank: BankNode) -> Iterator[UserLeaf]:
@@ -262,13 +263,14 @@ def compute_fairshare(root: BankNode) -> dict[tuple[str, str], float]:
     return rank_associations(root).fairshare()
 
 
-_Key = tuple[float, int, str, str]
 _Member = TypeVar("_Member")
-# A sibling as the walk sorts and visits it: (sort key, weight, is a user, the sibling). Plain
-# tuples rather than WeightedSibling: a large site builds one per association on every update.
-_Entry = tuple[_Key, float, bool, _Member]
+# A sibling as the walk sorts and visits it: its sort key (-weight, 0 for a user or 1 for a
+# bank, name, bank's name or "") and then itself. One plain tuple rather than a WeightedSibling
+# and its key: a large site builds one per association on every update. The key's names are
+# unique among the siblings ranked together, so sorting the tuples never compares two siblings.
+_Entry = tuple[float, int, str, str, _Member]
 # The walk's own: a user is its (username, bank), a bank its FlatBank.
-_WalkEntry = tuple[_Key, float, bool, "tuple[str, str] | FlatBank"]
+_WalkEntry = _Entry["tuple[str, str] | FlatBank"]
 
 _EPSILON: float = sys.float_info.epsilon
 
@@ -277,20 +279,19 @@ def _entry(member: Sibling, weight: float) -> _Entry[Sibling]:
     """The sort key: descending weight, users first on an exact tie, then by name, so that the
     order never depends on the input's (names are unique among the siblings ranked together)."""
     if isinstance(member, UserLeaf):
-        return ((-weight, 0, member.username, member.bank), weight, True, member)
-    return ((-weight, 1, member.name, ""), weight, False, member)
+        return (-weight, 0, member.username, member.bank, member)
+    return (-weight, 1, member.name, "", member)
 
 
-def _sort_key(entry: _Entry[_Member]) -> _Key:
-    return entry[0]
+def _sort_key(entry: _Entry[_Member]) -> tuple[float, int, str, str]:
+    return entry[:4]
 
 
 def _walk_order(entries: list[_Entry[_Member]]) -> tuple[list[_Entry[_Member]], list[bool]]:
-    """rank_siblings' order of `entries` (sorted in place), and for each entry whether its
+    """rank_siblings' order of `entries` (given sorted), and for each entry whether its
     weight `is_equal`s the next one's in that order (False for the last)."""
-    entries.sort(key=_sort_key)
     equal_next = _equal_neighbours(entries)
-    kinds = {entry[2] for entry in entries}
+    kinds = {entry[1] for entry in entries}
     if len(kinds) < 2:
         # Only users or only banks: moving users ahead within a run changes nothing.
         return entries, equal_next
@@ -299,15 +300,16 @@ def _walk_order(entries: list[_Entry[_Member]]) -> tuple[list[_Entry[_Member]], 
     for entry, equal in zip(entries, equal_next, strict=True):
         run.append(entry)
         if not equal:
-            ranked += [e for e in run if e[2]]
-            ranked += [e for e in run if not e[2]]
+            ranked += [e for e in run if e[1] == 0]
+            ranked += [e for e in run if e[1] != 0]
             run = []
     return ranked, _equal_neighbours(ranked)
 
 
 def _equal_neighbours(entries: list[_Entry[_Member]]) -> list[bool]:
     """Whether each entry's weight `is_equal`s the next one's (False for the last)."""
-    weights = [entry[1] for entry in entries]
+    # The negated weights: is_equal gives the same answer on them (negation is exact).
+    weights = [entry[0] for entry in entries]
     # is_equal inlined: this runs once per association.
     equal = [
         abs(a - b) < _EPSILON * max(abs(a), abs(b), 1.0)
@@ -339,11 +341,10 @@ class _WeightedWalk:
             bank.user_usages + [usage_by_bank[sub.name] for sub in subs],
         )
         entries: list[_WalkEntry] = [
-            ((-w, 0, key[0], key[1]), w, True, key)
-            for key, w in zip(bank.user_keys, weights, strict=False)
+            (-w, 0, key[0], key[1], key) for key, w in zip(bank.user_keys, weights, strict=False)
         ]
         entries += [
-            ((-w, 1, sub.name, ""), w, False, sub)
+            (-w, 1, sub.name, "", sub)
             for sub, w in zip(subs, weights[len(bank.user_keys) :], strict=True)
         ]
         return entries
@@ -351,6 +352,7 @@ class _WeightedWalk:
     def visit_siblings(self, entries: list[_WalkEntry], with_banks: bool) -> None:
         """Visit siblings in walk order (`with_banks`: some are banks); none (an empty bank)
         consumes no rank."""
+        entries.sort()
         ranked, equal_next = _walk_order(entries)
         ranks = self.ranks
         if not with_banks:
@@ -358,7 +360,7 @@ class _WeightedWalk:
             rank, stride = self.rank, self.stride
             # Every member is a (username, bank) here; typing.cast would cost a call each.
             user_ranks: dict[Any, int] = ranks
-            for (_, _, _, key), tied_with_next in zip(ranked, equal_next, strict=True):
+            for (_, _, _, _, key), tied_with_next in zip(ranked, equal_next, strict=True):
                 user_ranks[key] = rank
                 if tied_with_next:
                     stride += 1
@@ -368,10 +370,10 @@ class _WeightedWalk:
             self.rank, self.stride = rank, stride
             return
         tied_banks: list[FlatBank] = []
-        for index, (_, _, is_user, member) in enumerate(ranked):
+        for index, (_, kind, _, _, member) in enumerate(ranked):
             # A tie needs the same kind: a user and a bank with equal weights are not tied,
             # the user simply went first. (The last entry is never equal to a next one.)
-            tied_with_next = equal_next[index] and ranked[index + 1][2] == is_user
+            tied_with_next = equal_next[index] and ranked[index + 1][1] == kind
             if not isinstance(member, FlatBank):
                 ranks[member] = self.rank
                 if tied_with_next:
