@@ -190,9 +190,9 @@ def rank_siblings(siblings: Iterable[WeightedSibling]) -> list[WeightedSibling]:
     its banks.
     """
     # Sorted by the key alone: two siblings given with the same name must not be compared.
-    entries = sorted((_entry(s.member, s.weight) for s in siblings), key=_sort_key)
+    entries = sorted((_entry(sibling) for sibling in siblings), key=_sort_key)
     ranked, _ = _walk_order(entries)
-    return [WeightedSibling(entry[4], -entry[0]) for entry in ranked]
+    return [entry[4] for entry in ranked]
 
 
 def iter_users(bank: BankNode) -> Iterator[UserLeaf]:
@@ -275,12 +275,13 @@ _WalkEntry = _Entry["tuple[str, str] | FlatBank"]
 _EPSILON: float = sys.float_info.epsilon
 
 
-def _entry(member: Sibling, weight: float) -> _Entry[Sibling]:
+def _entry(sibling: WeightedSibling) -> _Entry[WeightedSibling]:
     """The sort key: descending weight, users first on an exact tie, then by name, so that the
     order never depends on the input's (names are unique among the siblings ranked together)."""
+    member = sibling.member
     if isinstance(member, UserLeaf):
-        return (-weight, 0, member.username, member.bank, member)
-    return (-weight, 1, member.name, "", member)
+        return (-sibling.weight, 0, member.username, member.bank, sibling)
+    return (-sibling.weight, 1, member.name, "", sibling)
 
 
 def _sort_key(entry: _Entry[_Member]) -> tuple[float, int, str, str]:
