@@ -35,7 +35,8 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from ledger.errors import InvalidValue
 
@@ -60,13 +61,17 @@ class UserLeaf:
     usage: float
 
     def __post_init__(self) -> None:
-        _check_shares(self.shares, f"association ({self.username}, {self.bank})")
-        # NaN or infinity would make the order of siblings meaningless (and order-dependent).
-        if not math.isfinite(self.usage):
-            raise InvalidValue(
-                f"usage of association ({self.username}, {self.bank}) must be finite,"
-                f" got {self.usage!r}"
-            )
+        check_association(self.username, self.bank, self.shares, self.usage)
+
+
+def check_association(username: str, bank: str, shares: int, usage: float) -> None:
+    """What a UserLeaf requires of an association: raises InvalidValue otherwise."""
+    _check_shares(shares, f"association ({username}, {bank})")
+    # NaN or infinity would make the order of siblings meaningless (and order-dependent).
+    if not math.isfinite(usage):
+        raise InvalidValue(
+            f"usage of association ({username}, {bank}) must be finite, got {usage!r}"
+        )
 
 
 @dataclass(frozen=True)
@@ -83,7 +88,31 @@ class BankNode:
     users: tuple[UserLeaf, ...] = ()
 
     def __post_init__(self) -> None:
-        _check_shares(self.shares, f"bank {self.name}")
+        check_bank(self.name, self.shares)
+
+
+@dataclass(eq=False)
+class FlatBank:
+    """A bank as the walk reads it: its associations as parallel lists rather than UserLeaf
+    objects, which a large site would build by the ten thousand on every update only for the
+    walk to take them apart. rank_associations makes these of a BankNode tree; a caller that
+    holds the tree in another form (the site's state) builds them directly and then answers
+    for what BankNode, UserLeaf and rank_associations check of a tree: valid shares and usages
+    (check_bank, check_association), bank names unique, the user keys' bank the holder's name,
+    no username twice in a bank.
+    """
+
+    name: str
+    shares: int
+    sub_banks: list[FlatBank] = field(default_factory=list)
+    user_keys: list[tuple[str, str]] = field(default_factory=list)  # (username, bank)
+    user_shares: list[int] = field(default_factory=list)
+    user_usages: list[float] = field(default_factory=list)
+
+
+def check_bank(name: str, shares: int) -> None:
+    """What a BankNode requires of a bank: raises InvalidValue otherwise."""
+    _check_shares(shares, f"bank {name}")
 
 
 Sibling = UserLeaf | BankNode
@@ -134,8 +163,18 @@ def sibling_weights(shares: Sequence[int], usages: Sequence[float]) -> list[floa
         raise ValueError(f"{len(shares)} shares for {len(usages)} usages")
     total_shares = sum(shares)
     total_usage = math.fsum(usages)
+    if total_usage == 0.0:
+        return [
+            sibling_weight(share, usage, total_shares, total_usage)
+            for share, usage in zip(shares, usages, strict=True)
+        ]
+    # sibling_weight's last case worked out inline (this runs once per association), the
+    # others left to it.
+    denominator = float(total_shares)
     return [
-        sibling_weight(share, usage, total_shares, total_usage)
+        (float(share) / denominator) / (usage / total_usage)
+        if share != 0 and not -ZERO_USAGE_EPSILON < usage < ZERO_USAGE_EPSILON
+        else sibling_weight(share, usage, total_shares, total_usage)
         for share, usage in zip(shares, usages, strict=True)
     ]
 
@@ -150,16 +189,10 @@ def rank_siblings(siblings: Iterable[WeightedSibling]) -> list[WeightedSibling]:
     result into runs of neighbours that are `is_equal`, and move the users of each run ahead of
     its banks.
     """
-    by_weight = sorted(siblings, key=_descending_weight_then_name)
-    ranked: list[WeightedSibling] = []
-    run: list[WeightedSibling] = []
-    for sibling in by_weight:
-        if run and not is_equal(run[-1].weight, sibling.weight):
-            ranked.extend(_users_first(run))
-            run = []
-        run.append(sibling)
-    ranked.extend(_users_first(run))
-    return ranked
+    # Sorted by the key alone: two siblings given with the same name must not be compared.
+    entries = sorted((_entry(sibling) for sibling in siblings), key=_sort_key)
+    ranked, _ = _walk_order(entries)
+    return [entry[4] for entry in ranked]
 
 
 def iter_users(bank: BankNode) -> Iterator[UserLeaf]:
@@ -188,7 +221,11 @@ class Ranking:
 
     def fairshare(self) -> dict[tuple[str, str], float]:
         """Each association's fair-share, in walk order."""
-        return {key: fairshare_of_rank(rank, self.ranked_of) for key, rank in self.ranks.items()}
+        ranked_of = self.ranked_of
+        # fairshare_of_rank inlined: this runs once per association.
+        return {
+            key: round(rank / ranked_of, FAIRSHARE_DECIMALS) for key, rank in self.ranks.items()
+        }
 
 
 def fairshare_of_rank(rank: int, ranked_of: int) -> float:
@@ -203,10 +240,16 @@ def rank_associations(root: BankNode) -> Ranking:
     a user's `bank` is not the bank that holds it, or if a bank holds the same username twice.
     """
     _check_tree(root)
-    total_users = sum(1 for _ in iter_users(root))
+    return rank_flat(_flattened(root))
+
+
+def rank_flat(root: FlatBank) -> Ranking:
+    """rank_associations of the tree in flat form (see FlatBank for what it takes as given)."""
+    usage_by_bank: dict[str, float] = {}
+    total_users = _subtree_usages(root, usage_by_bank)
     if total_users == 0:
         return Ranking({}, 0)
-    walk = _WeightedWalk(total_users, _subtree_usages(root))
+    walk = _WeightedWalk(total_users, usage_by_bank)
     walk.visit_bank(root)
     return Ranking(walk.ranks, total_users)
 
@@ -220,6 +263,64 @@ def compute_fairshare(root: BankNode) -> dict[tuple[str, str], float]:
     return rank_associations(root).fairshare()
 
 
+_Member = TypeVar("_Member")
+# A sibling as the walk sorts and visits it: its sort key (-weight, 0 for a user or 1 for a
+# bank, name, bank's name or "") and then itself. One plain tuple rather than a WeightedSibling
+# and its key: a large site builds one per association on every update. The key's names are
+# unique among the siblings ranked together, so sorting the tuples never compares two siblings.
+_Entry = tuple[float, int, str, str, _Member]
+# The walk's own: a user is its (username, bank), a bank its FlatBank.
+_WalkEntry = _Entry["tuple[str, str] | FlatBank"]
+
+_EPSILON: float = sys.float_info.epsilon
+
+
+def _entry(sibling: WeightedSibling) -> _Entry[WeightedSibling]:
+    """The sort key: descending weight, users first on an exact tie, then by name, so that the
+    order never depends on the input's (names are unique among the siblings ranked together)."""
+    member = sibling.member
+    if isinstance(member, UserLeaf):
+        return (-sibling.weight, 0, member.username, member.bank, sibling)
+    return (-sibling.weight, 1, member.name, "", sibling)
+
+
+def _sort_key(entry: _Entry[_Member]) -> tuple[float, int, str, str]:
+    return entry[:4]
+
+
+def _walk_order(entries: list[_Entry[_Member]]) -> tuple[list[_Entry[_Member]], list[bool]]:
+    """rank_siblings' order of `entries` (given sorted), and for each entry whether its
+    weight `is_equal`s the next one's in that order (False for the last)."""
+    equal_next = _equal_neighbours(entries)
+    kinds = {entry[1] for entry in entries}
+    if len(kinds) < 2:
+        # Only users or only banks: moving users ahead within a run changes nothing.
+        return entries, equal_next
+    ranked: list[_Entry[_Member]] = []
+    run: list[_Entry[_Member]] = []
+    for entry, equal in zip(entries, equal_next, strict=True):
+        run.append(entry)
+        if not equal:
+            ranked += [e for e in run if e[1] == 0]
+            ranked += [e for e in run if e[1] != 0]
+            run = []
+    return ranked, _equal_neighbours(ranked)
+
+
+def _equal_neighbours(entries: list[_Entry[_Member]]) -> list[bool]:
+    """Whether each entry's weight `is_equal`s the next one's (False for the last)."""
+    # The negated weights: is_equal gives the same answer on them (negation is exact).
+    weights = [entry[0] for entry in entries]
+    # is_equal inlined: this runs once per association.
+    equal = [
+        abs(a - b) < _EPSILON * max(abs(a), abs(b), 1.0)
+        for a, b in zip(weights, weights[1:], strict=False)
+    ]
+    if weights:
+        equal.append(False)
+    return equal
+
+
 class _WeightedWalk:
     """One run of the walk: the rank counts down from N as users are visited."""
 
@@ -230,51 +331,71 @@ class _WeightedWalk:
         self.stride = 0
         self.ranks: dict[tuple[str, str], int] = {}
 
-    def visit_bank(self, bank: BankNode) -> None:
-        self.visit_siblings(rank_siblings(self.weigh_children(bank)))
+    def visit_bank(self, bank: FlatBank) -> None:
+        self.visit_siblings(self.weigh_children(bank), bool(bank.sub_banks))
 
-    def weigh_children(self, bank: BankNode) -> list[WeightedSibling]:
-        members: list[Sibling] = [*bank.users, *bank.children]
-        usages = [user.usage for user in bank.users]
-        usages += [self.usage_by_bank[child.name] for child in bank.children]
-        weights = sibling_weights([member.shares for member in members], usages)
-        return [WeightedSibling(m, w) for m, w in zip(members, weights, strict=True)]
+    def weigh_children(self, bank: FlatBank) -> list[_WalkEntry]:
+        subs = bank.sub_banks
+        usage_by_bank = self.usage_by_bank
+        weights = sibling_weights(
+            bank.user_shares + [sub.shares for sub in subs],
+            bank.user_usages + [usage_by_bank[sub.name] for sub in subs],
+        )
+        entries: list[_WalkEntry] = [
+            (-w, 0, key[0], key[1], key) for key, w in zip(bank.user_keys, weights, strict=False)
+        ]
+        entries += [
+            (-w, 1, sub.name, "", sub)
+            for sub, w in zip(subs, weights[len(bank.user_keys) :], strict=True)
+        ]
+        return entries
 
-    def visit_siblings(self, ranked: list[WeightedSibling]) -> None:
-        """Visit ranked siblings in order; an empty list (an empty bank) consumes no rank."""
-        tied_banks: list[BankNode] = []
-        for index, sibling in enumerate(ranked):
-            following = ranked[index + 1] if index + 1 < len(ranked) else None
+    def visit_siblings(self, entries: list[_WalkEntry], with_banks: bool) -> None:
+        """Visit siblings in walk order (`with_banks`: some are banks); none (an empty bank)
+        consumes no rank."""
+        entries.sort()
+        ranked, equal_next = _walk_order(entries)
+        ranks = self.ranks
+        if not with_banks:
+            # Only users (a bank without sub-banks: most of them): every tie is of one kind.
+            rank, stride = self.rank, self.stride
+            # Every member is a (username, bank) here; typing.cast would cost a call each.
+            user_ranks: dict[Any, int] = ranks
+            for (_, _, _, _, key), tied_with_next in zip(ranked, equal_next, strict=True):
+                user_ranks[key] = rank
+                if tied_with_next:
+                    stride += 1
+                else:
+                    rank -= 1 + stride
+                    stride = 0
+            self.rank, self.stride = rank, stride
+            return
+        tied_banks: list[FlatBank] = []
+        for index, (_, kind, _, _, member) in enumerate(ranked):
             # A tie needs the same kind: a user and a bank with equal weights are not tied,
-            # the user simply went first.
-            tied_with_next = (
-                following is not None
-                and following.is_user == sibling.is_user
-                and is_equal(sibling.weight, following.weight)
-            )
-            member = sibling.member
-            if isinstance(member, UserLeaf):
-                self.assign(member, tied_with_next)
+            # the user simply went first. (The last entry is never equal to a next one.)
+            tied_with_next = equal_next[index] and ranked[index + 1][1] == kind
+            if not isinstance(member, FlatBank):
+                ranks[member] = self.rank
+                if tied_with_next:
+                    self.stride += 1
+                else:
+                    # Competition ranking: the next user starts below every user of this tie.
+                    self.rank -= 1 + self.stride
+                    self.stride = 0
             elif tied_with_next:
                 tied_banks.append(member)
             elif tied_banks:
                 # The last bank of a tied run: visit the run as one virtual bank whose children
                 # keep the weights they have against their own siblings.
                 tied_banks.append(member)
-                merged = [ws for bank in tied_banks for ws in self.weigh_children(bank)]
-                self.visit_siblings(rank_siblings(merged))
+                self.visit_siblings(
+                    [e for bank in tied_banks for e in self.weigh_children(bank)],
+                    any(bank.sub_banks for bank in tied_banks),
+                )
                 tied_banks = []
             else:
                 self.visit_bank(member)
-
-    def assign(self, user: UserLeaf, tied_with_next: bool) -> None:
-        self.ranks[(user.username, user.bank)] = self.rank
-        if tied_with_next:
-            self.stride += 1
-        else:
-            # Competition ranking: the next user starts below every user of this tied group.
-            self.rank -= 1 + self.stride
-            self.stride = 0
 
 
 def _check_shares(shares: int, what: str) -> None:
@@ -303,27 +424,29 @@ def _check_tree(root: BankNode) -> None:
         pending.extend(bank.children)
 
 
-def _subtree_usages(root: BankNode) -> dict[str, float]:
-    """`bank_usage` of every bank, in one pass over the tree."""
-    usages: dict[str, float] = {}
+def _flattened(bank: BankNode) -> FlatBank:
+    """The tree as FlatBanks (its shares and usages were checked when it was built)."""
+    return FlatBank(
+        bank.name,
+        bank.shares,
+        [_flattened(child) for child in bank.children],
+        [(user.username, user.bank) for user in bank.users],
+        [user.shares for user in bank.users],
+        [user.usage for user in bank.users],
+    )
 
-    def collect(bank: BankNode) -> list[float]:
-        below = [user.usage for user in bank.users]
-        for child in bank.children:
-            below += collect(child)
+
+def _subtree_usages(root: FlatBank, usages: dict[str, float]) -> int:
+    """Fill `usages` with `bank_usage` of every bank, in one pass over the tree; returns the
+    number of users in the tree."""
+
+    def collect(bank: FlatBank) -> list[float]:
+        below = list(bank.user_usages)
+        for sub in bank.sub_banks:
+            below += collect(sub)
+        # The fsum of all of the subtree's usages, not of the sub-banks' sums: those are
+        # rounded, and a sum of them could differ in the last bit.
         usages[bank.name] = math.fsum(below)
         return below
 
-    collect(root)
-    return usages
-
-
-def _descending_weight_then_name(sibling: WeightedSibling) -> tuple[float, int, str, str]:
-    member = sibling.member
-    if isinstance(member, UserLeaf):
-        return (-sibling.weight, 0, member.username, member.bank)
-    return (-sibling.weight, 1, member.name, "")
-
-
-def _users_first(run: list[WeightedSibling]) -> list[WeightedSibling]:
-    return [s for s in run if s.is_user] + [s for s in run if not s.is_user]
+    return len(collect(root))

@@ -21,7 +21,15 @@ from ledger.continuous_usage import (
     span_usage,
 )
 from ledger.errors import InvalidValue
-from ledger.fairshare import BankNode, Ranking, UserLeaf, rank_associations
+from ledger.fairshare import (
+    BankNode,
+    FlatBank,
+    Ranking,
+    UserLeaf,
+    check_association,
+    check_bank,
+    rank_flat,
+)
 from ledger.state import (
     CLASSIC,
     FAIR_TREE,
@@ -212,14 +220,29 @@ def _charges_by_period(
 
 def bank_usage(state: SiteState, usage: dict[AssocKey, AssociationUsage]) -> dict[str, float]:
     """Each bank's usage: the sum over the active associations below it."""
-    totals: dict[str, list[float]] = defaultdict(list)
+    own: dict[str, list[float]] = defaultdict(list)
     for assoc in state.all_associations():
-        if not assoc.active:
-            continue
-        value = usage[(assoc.username, assoc.bank)].usage
-        for bank in [assoc.bank, *state.ancestors(assoc.bank)]:
-            totals[bank].append(value)
-    return {name: math.fsum(totals.get(name, [])) for name in state.banks}
+        if assoc.active:
+            own[assoc.bank].append(usage[(assoc.username, assoc.bank)].usage)
+    sub_banks: dict[str, list[str]] = defaultdict(list)
+    for name, bank in state.banks.items():
+        if bank.parent_bank:
+            sub_banks[bank.parent_bank].append(name)
+    below: dict[str, list[float]] = {}
+
+    def values_below(name: str) -> list[float]:
+        """The usages of the bank's subtree, each bank's list made once from its children's."""
+        values = below.get(name)
+        if values is None:
+            values = list(own.get(name, []))
+            for sub in sub_banks.get(name, []):
+                values += values_below(sub)
+            below[name] = values
+        return values
+
+    # The fsum of every usage below the bank, not of its sub-banks' sums: those are rounded,
+    # and a sum of them could differ in the last bit.
+    return {name: math.fsum(values_below(name)) for name in state.banks}
 
 
 def fairshare_tree(state: SiteState, usage: dict[AssocKey, AssociationUsage]) -> BankNode | None:
@@ -229,10 +252,7 @@ def fairshare_tree(state: SiteState, usage: dict[AssocKey, AssociationUsage]) ->
     if root is None or not root.active:
         return None
 
-    sub_banks: dict[str, list[str]] = defaultdict(list)
-    for bank in state.banks.values():
-        if bank.active and bank.parent_bank:
-            sub_banks[bank.parent_bank].append(bank.bank)
+    sub_banks = _active_sub_banks(state)
     members: dict[str, list[UserLeaf]] = defaultdict(list)
     for a in state.all_associations():
         if a.active:
@@ -247,13 +267,58 @@ def fairshare_tree(state: SiteState, usage: dict[AssocKey, AssociationUsage]) ->
     return node(root.bank)
 
 
+def _active_sub_banks(state: SiteState) -> dict[str, list[str]]:
+    sub_banks: dict[str, list[str]] = defaultdict(list)
+    for bank in state.banks.values():
+        if bank.active and bank.parent_bank:
+            sub_banks[bank.parent_bank].append(bank.bank)
+    return sub_banks
+
+
+def _flat_tree(state: SiteState, usage: dict[AssocKey, AssociationUsage]) -> FlatBank | None:
+    """fairshare_tree in the walk's flat form, without a UserLeaf per association; it checks
+    the same values and raises the same error first."""
+    root = state.root_bank()
+    if root is None or not root.active:
+        return None
+
+    sub_banks = _active_sub_banks(state)
+    flat: dict[str, FlatBank] = {}
+    children_first: list[FlatBank] = []  # the order in which fairshare_tree makes BankNodes
+
+    def node(name: str) -> FlatBank:
+        subs = [node(child) for child in sorted(sub_banks[name])]
+        bank = flat[name] = FlatBank(name, state.banks[name].shares, subs)
+        children_first.append(bank)
+        return bank
+
+    node(root.bank)
+    for a in state.all_associations():
+        if a.active:
+            key = (a.username, a.bank)
+            value, shares = usage[key].usage, a.shares
+            # fairshare_tree checks every active association, in or out of the active tree.
+            # The check's plain case inline: this runs once per association.
+            if not (shares.__class__ is int and shares >= 0 and math.isfinite(value)):
+                check_association(a.username, a.bank, shares, value)
+            holder = flat.get(a.bank)
+            if holder is not None:
+                holder.user_keys.append(key)
+                holder.user_shares.append(shares)
+                holder.user_usages.append(value)
+    for bank in children_first:
+        check_bank(bank.name, bank.shares)
+    return flat[root.bank]
+
+
 def site_ranking(state: SiteState, usage: dict[AssocKey, AssociationUsage]) -> Ranking:
     """The algorithm in force over the site's active tree: every active association's rank
-    (the weighted walk's), or Fair Tree's / classic's factors (slurm_ranking)."""
+    (the weighted walk's over fairshare_tree, or Fair Tree's / classic's factors:
+    slurm_ranking)."""
     if state.fairshare_algorithm != WEIGHTED_WALK:
         return slurm_ranking(state, usage, state.fairshare_algorithm)
-    tree = fairshare_tree(state, usage)
-    return rank_associations(tree) if tree is not None else Ranking({}, 0)
+    tree = _flat_tree(state, usage)
+    return rank_flat(tree) if tree is not None else Ranking({}, 0)
 
 
 def site_fairshare(
