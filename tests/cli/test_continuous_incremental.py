@@ -18,7 +18,8 @@ import pytest
 
 from projections.writers import continuous_state
 from tests.cli.test_cron import CREATED, _site, twin  # noqa: F401 (a fixture)
-from tests.cli.test_ingest import all_tables, job, write
+from tests.cli.test_cron_incremental import rebuilt_alike
+from tests.cli.test_ingest import job, write
 from tests.conftest import T0, Store
 
 HALF_LIFE = 604800.0  # PriorityDecayHalfLife's default, 7 days
@@ -151,10 +152,7 @@ def test_updates_carry_the_sums_forward_and_give_a_whole_readings_numbers(
                 store.run(*asked_args, now=later).stdout == twin.run(*asked_args, now=later).stdout
             )
 
-    # A rebuild folds the same log into the same tables, the carried sums included.
-    before = all_tables(store)
-    store.run("rebuild", now=now + 300)
-    assert all_tables(store) == before
+    rebuilt_alike(store, now + 300)  # the carried sums included
 
 
 def test_a_reset_boundary_restarts_the_sums(

@@ -90,6 +90,20 @@ def _settled(store: Store, at: float) -> int | None:
         s.close()
 
 
+def same_past(store: Store, other: Store, moments: tuple[float, ...], now: float) -> None:
+    """Both ledgers show the same tree as of each moment (asked at `now`)."""
+    for asked in moments:
+        args = ("view-bank", "root", "-t", "--as-of", f"{asked:.3f}")
+        assert store.run(*args, now=now).stdout == other.run(*args, now=now).stdout
+
+
+def rebuilt_alike(store: Store, now: float) -> None:
+    """A rebuild folds the same log into the same tables (the incremental paths included)."""
+    before = all_tables(store)
+    store.run("rebuild", now=now)
+    assert all_tables(store) == before
+
+
 def test_cron_cycles_give_what_a_whole_recomputation_gives(
     store: Store,
     twin: Store,  # noqa: F811 (the fixture)
@@ -165,15 +179,9 @@ def test_cron_cycles_give_what_a_whole_recomputation_gives(
         ("bob", "chemistry"): 208.0,
     }
 
-    # The past, asked of both: the same trees.
-    for asked in (period(2) + 7230, period(3) + 130, now + 90):
-        args = ("view-bank", "root", "-t", "--as-of", f"{asked:.3f}")
-        assert store.run(*args, now=now + 150).stdout == twin.run(*args, now=now + 150).stdout
-
-    # A rebuild folds the same log into the same tables (the incremental path included).
-    before = all_tables(store)
-    store.run("rebuild", now=now + 150)
-    assert all_tables(store) == before
+    # The past, asked of both: the same trees; and a rebuild.
+    same_past(store, twin, (period(2) + 7230, period(3) + 130, now + 90), now + 150)
+    rebuilt_alike(store, now + 150)
 
 
 def test_only_jobs_since_the_last_update_leave_the_mark_standing(
@@ -265,13 +273,8 @@ def test_an_idle_cycle_keeps_the_last_update_without_recomputing_it(
 
     for user in ("alice", "bob"):
         assert _history(store, user, now + 180) == _history(twin, user, now + 180)
-    for asked in (now + 60, now + 120):
-        args = ("view-bank", "root", "-t", "--as-of", f"{asked:.3f}")
-        assert store.run(*args, now=now + 180).stdout == twin.run(*args, now=now + 180).stdout
-    # A rebuild folds the log in one pass (its checkpoints in memory) into the same tables.
-    tables = all_tables(store)
-    store.run("rebuild", now=now + 180)
-    assert all_tables(store) == tables
+    same_past(store, twin, (now + 60, now + 120), now + 180)
+    rebuilt_alike(store, now + 180)  # one pass, its checkpoints in memory
 
 
 def test_new_shares_keep_the_usage_and_walk_again(
@@ -319,11 +322,8 @@ def test_new_shares_keep_the_usage_and_walk_again(
     pair.ingest(now + 120, job(3, end=now + 90, duration=30))
     pair.cron(now + 120)
     assert len(whole) == 2
-    args = ("view-bank", "root", "-t", "--as-of", f"{now + 60:.3f}")
-    assert store.run(*args, now=now + 120).stdout == twin.run(*args, now=now + 120).stdout
-    tables = all_tables(store)
-    store.run("rebuild", now=now + 120)
-    assert all_tables(store) == tables
+    same_past(store, twin, (now + 60,), now + 120)
+    rebuilt_alike(store, now + 120)
 
 
 def _fairshares(store: Store, now: float) -> dict[tuple[str, str], float]:
