@@ -303,7 +303,7 @@ def _int(row: Mapping[str, str], column: str) -> int | None:
     text = row.get(column)
     if text is None or text == "":
         return None
-    if not text.isdigit():
+    if not text.isdecimal():  # isdigit() admits "²", which int() refuses
         raise LineError(f"{column} {text!r} is not a whole number >= 0")
     return int(text)
 

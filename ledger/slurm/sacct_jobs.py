@@ -95,7 +95,7 @@ class SacctRecords:
 def ingest_record(job: SacctJob) -> dict[str, Any]:
     """The ingest record of one ended job (see the module docstring); LineError for a job
     whose id is not a number (an array task or a heterogeneous component without JobIDRaw)."""
-    if not job.id.isdigit():
+    if not job.id.isdecimal():
         raise LineError(
             f"job ID {job.id!r} is not a number: add JobIDRaw to sacct's --format"
             " (an array task's or a heterogeneous job's own id)"

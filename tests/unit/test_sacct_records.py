@@ -222,10 +222,9 @@ def test_a_long_varied_file_reads_as_the_reader_reads_it(seed: int) -> None:
 
 
 @pytest.mark.parametrize("column", ["NCPUS", "UID", "JobIDRaw"])
-def test_a_digit_int_cannot_read_escapes_as_it_does_from_the_reader(column: str) -> None:
-    """'²' is a digit (str.isdigit) that int() refuses: the reader lets that ValueError out
-    (a known fault, kept here as it is); the fast path must not turn it into anything else.
-    Rare in the generated files above, because it ends the whole read."""
+def test_a_digit_that_is_not_a_decimal_is_refused_alike(column: str) -> None:
+    """'²' is a digit (str.isdigit) that int() refuses: both paths refuse its line as not a
+    whole number, naming the value, instead of letting int()'s ValueError out."""
     values = {"JobIDRaw": "5", "User": "u", "Account": "a", "Partition": "p", "UID": "7"}
     values |= {"Start": "2026-01-01T00:00:00", "End": "2026-01-01T01:00:00", "NCPUS": "1"}
     values |= {"State": "COMPLETED", column: "²"}
