@@ -6,7 +6,9 @@ projections and as-of replays all share one representation.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, fields
+from operator import attrgetter
 from typing import Any, TypeVar
 
 from ledger.limit_fields import UNLIMITED
@@ -413,3 +415,94 @@ def _from_row(cls: type[_Row], row: dict[str, Any]) -> _Row:
     obj: _Row = object.__new__(cls)
     obj.__dict__ = row
     return obj
+
+
+# --- the columnar form: the snapshot form written now (ledger.store.application) ----------------
+# The state's maps of objects, with the fields each object is filed under in its map: an
+# association under its username, then its bank.
+_TABLES: dict[str, tuple[type[Any], tuple[str, ...]]] = {
+    "banks": (Bank, ("bank",)),
+    "associations": (Association, ("username", "bank")),
+    "queues": (Queue, ("queue",)),
+    "projects": (Project, ("project",)),
+    "qos": (Qos, ("qos",)),
+}
+_PLAIN = tuple(f.name for f in fields(SiteState) if f.name not in _TABLES)
+_FIELD_NAMES: dict[type, list[str]] = {
+    cls: [f.name for f in fields(cls)] for cls, _key in _TABLES.values()
+}
+
+
+def state_to_columns(state: SiteState) -> dict[str, Any]:
+    """The state with each map of objects as one table: its field names once and a list of
+    values per object, which the JSON parser reads several times faster than an object per row
+    (a third of the text for 10,000 associations). A table's "keys" (the path each object is
+    filed under) are written only when some path is not the object's own key fields."""
+    out: dict[str, Any] = {name: getattr(state, name) for name in _PLAIN}
+    for name, (cls, key_fields) in _TABLES.items():
+        paths, objects = _flatten(getattr(state, name), len(key_fields))
+        names = _FIELD_NAMES[cls]
+        # An object's own path: its one key field, or a tuple of them (as _flatten's paths).
+        values, own_path = attrgetter(*names), attrgetter(*key_fields)
+        table: dict[str, Any] = {"fields": names, "rows": [values(obj) for obj in objects]}
+        if any(path != own_path(obj) for path, obj in zip(paths, objects, strict=True)):
+            table["keys"] = paths
+        out[name] = table
+    return out
+
+
+def state_from_columns(data: dict[str, Any]) -> SiteState:
+    """The state state_to_columns wrote, from `data` as the JSON parser gives it back. A table
+    written before one of its class's fields existed (its "fields" are not the class's) gives
+    that field its default."""
+    state = SiteState(**{name: data[name] for name in _PLAIN if name in data})
+    for name, (cls, key_fields) in _TABLES.items():
+        table = data[name]
+        objects = _objects(cls, table["fields"], table["rows"])
+        keys = table.get("keys")
+        paths: Iterable[Any] = keys if keys is not None else map(attrgetter(*key_fields), objects)
+        setattr(state, name, _nest(paths, objects, len(key_fields)))
+    return state
+
+
+def _flatten(mapping: dict[str, Any], depth: int) -> tuple[list[Any], list[Any]]:
+    """The objects of a map `depth` keys deep, in order, each with its path of keys."""
+    if depth == 1:
+        return list(mapping), list(mapping.values())
+    paths, objects = [], []
+    for outer, inner in mapping.items():
+        for key, obj in inner.items():
+            paths.append((outer, key))
+            objects.append(obj)
+    return paths, objects
+
+
+def _nest(paths: Iterable[Any], objects: list[Any], depth: int) -> dict[str, Any]:
+    """The map _flatten took apart, in the same order."""
+    if depth == 1:
+        return dict(zip(paths, objects, strict=True))
+    nested: dict[str, dict[str, Any]] = {}
+    for (outer, key), obj in zip(paths, objects, strict=True):
+        inner = nested.get(outer)
+        if inner is None:
+            inner = nested[outer] = {}
+        inner[key] = obj
+    return nested
+
+
+def _objects(cls: type[Any], names: list[str], rows: list[list[Any]]) -> list[Any]:
+    """One `cls` per row of values for `names`."""
+    width = len(names)
+    if any(len(row) != width for row in rows):
+        raise ValueError(f"a {cls.__name__} row of the snapshot is not {width} values long")
+    if names != _FIELD_NAMES[cls]:
+        return [cls(**dict(zip(names, row, strict=True))) for row in rows]
+    # Every field, in the class's order: what the generated __init__ would assign, without
+    # calling it (a third of the cost for 10,000 associations). The widths are checked above,
+    # once for all rows, not by zip's strict check per row.
+    new, out = object.__new__, []
+    for row in rows:
+        obj = new(cls)
+        obj.__dict__ = dict(zip(names, row, strict=False))
+        out.append(obj)
+    return out
