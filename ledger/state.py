@@ -350,7 +350,7 @@ def state_to_dict(state: SiteState) -> dict[str, Any]:
 def copy_state(state: SiteState) -> SiteState:
     """A copy of `state` that no later fold of `state` changes, and the reverse. The reducers
     only assign (into the state's dicts, and to its objects' fields: `setattr`, never an
-    in-place change of a field's value), so new dicts of copied objects are enough: a tenth of
+    in-place change of a field's value), so new dicts of copied objects are enough: a third of
     decoding the state again from its snapshot (ledger.store.application's before_command)."""
     out = _clone(state)
     out.config = dict(state.config)
@@ -373,9 +373,10 @@ _T = TypeVar("_T")
 
 def _clone(obj: _T) -> _T:
     """A shallow copy of one of the state's (dict-backed) dataclasses: copy.copy's generic
-    path costs several times this for 10,000 associations."""
+    path costs several times this for 10,000 associations. The copied dict is assigned, not
+    update()d into the new object's empty one (which grows it step by step): 0.6 of the time."""
     new = object.__new__(type(obj))
-    new.__dict__.update(obj.__dict__)
+    new.__dict__ = obj.__dict__.copy()
     return new
 
 
