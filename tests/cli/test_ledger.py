@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ledger import events as ev
 from ledger.site import SITE_ID
-from ledger.store.application import Ledger
+from ledger.store.application import SNAPSHOT_FORMS, Ledger
 from ledger.store.connections import parse_store_url
 from projections.writers import runner
 from tests.cli.sites import build_flux_account_site
@@ -143,6 +143,53 @@ def test_snapshots_keep_state_exact(ledger_store: Store) -> None:
         ledger.close()
     ledger_store.run("rebuild")
     assert len(json.loads(ledger_store.run("list-users", "--json").stdout)) == 230
+
+
+def test_a_snapshot_in_any_form_loads_the_state_the_events_give(ledger_store: Store) -> None:
+    """A ledger keeps the snapshots earlier releases wrote, in their forms: whichever is the
+    newest, the Site loads from it as from its events; and a snapshot taken now is written
+    in the newest form."""
+    ledger_store.run("add-bank", "root", "1")
+    ledger_store.run("add-bank", "A", "1", "--parent-bank", "root")
+    store = parse_store_url(ledger_store.url)
+    writer = Ledger(store, now=T0, actor="t")
+    runner.attach(writer)
+
+    def newest_form(ledger: Ledger) -> str:
+        assert ledger.snapshots is not None
+        (newest,) = ledger.snapshots.recorder.select_events(SITE_ID, desc=True, limit=1)
+        return str(json.loads(newest.state)["state"]["state"]["_type_"])
+
+    def loads_as_replayed(ledger: Ledger) -> None:
+        replayed = None
+        for event in ledger.events.get(SITE_ID):  # every event, no snapshot
+            replayed = event.mutate(replayed)
+        assert replayed is not None
+        assert ledger.state() == replayed.state
+
+    try:
+        for n, form in enumerate(SNAPSHOT_FORMS):
+            writer.mapper.transcoder.register(form())  # registered last: the form written
+            writer.execute(lambda s, st, n=n: s.add_user(st, f"u{n}", "A", 6000 + n, {}))
+            writer.execute(lambda s, st, n=n: s.edit_user(st, f"u{n}", "A", {"shares": 3 + n}))
+            writer.take_snapshot(SITE_ID)
+            reader = Ledger(store)
+            try:
+                assert newest_form(reader) == form.name
+                loads_as_replayed(reader)
+                assert len(reader.state().all_associations()) == n + 1
+            finally:
+                reader.close()
+    finally:
+        writer.close()
+    ledger_store.run("add-user", "--username", "late", "--bank", "A")
+    ledger = Ledger(store)
+    try:
+        ledger.take_snapshot(SITE_ID)
+        assert newest_form(ledger) == SNAPSHOT_FORMS[-1].name
+        loads_as_replayed(ledger)
+    finally:
+        ledger.close()
 
 
 def _edit_in_subprocess(url: str, queue: str) -> subprocess.CompletedProcess[str]:
