@@ -302,8 +302,8 @@ def materialize(ledger: Ledger, conn: Connection, moment: Moment) -> Connection:
     )
     memory.execute(usage_tables.TABLES["job_usage_bins"])
     memory.executemany(
-        "INSERT INTO job_usage_bins VALUES (?, ?, ?, ?)",
-        [(k[0], k[1], moment.asked, _bins(v.bins)) for k, v in usage.items()],
+        "INSERT INTO job_usage_bins (username, bank, bins) VALUES (?, ?, ?)",
+        [(k[0], k[1], _bins(v.bins)) for k, v in usage.items()],
     )
     return memory
 

@@ -226,7 +226,6 @@ class _Folder:
             if last is not None and self._unchanged(since, last, position):
                 # The walk would rank the same usage as the one at `since` did: every column
                 # and entry stays as it is (an idle cron cycle).
-                usage_tables.mark_bins_at(self.conn, at)
                 self.last_checkpoint = checkpoints.repeat(self.conn, last, position)
                 return
             usage, ranking = usage_tables.write_usage(

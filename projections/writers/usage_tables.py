@@ -81,7 +81,6 @@ TABLES: dict[str, str] = {
         CREATE TABLE IF NOT EXISTS job_usage_bins (
             username TEXT NOT NULL,
             bank TEXT NOT NULL,
-            at DOUBLE PRECISION NOT NULL,
             bins TEXT NOT NULL,
             PRIMARY KEY (username, bank)
         )""",
@@ -270,7 +269,7 @@ def show_balance(conn: Connection, state: SiteState, shown: list[list[Any]], at:
         "UPDATE bank_table SET job_usage = ? WHERE bank = ?",
         [(value, name) for name, value in bank_usage(state, usage).items()],
     )
-    _write_bins(conn, usage_at(conn, state, at), at)
+    _write_bins(conn, usage_at(conn, state, at))
 
 
 def show_fairshare(conn: Connection, username: str, bank: str, value: float) -> None:
@@ -718,7 +717,7 @@ def write_usage(
             if name in shown and shown[name] != value
         ],
     )
-    _write_bins(conn, usage, at, recomputed, stored_bins)
+    _write_bins(conn, usage, recomputed, stored_bins)
     return usage, ranking
 
 
@@ -760,14 +759,14 @@ def _stored_bins(conn: Connection) -> dict[AssocKey, str]:
 def _write_bins(
     conn: Connection,
     usage: dict[tuple[str, str], AssociationUsage],
-    at: float,
     only: set[AssocKey] | None = None,
     stored: dict[AssocKey, str] | None = None,
 ) -> None:
     """Every association's bins as `usage` holds them; with `only`, the bins of those
-    associations alone are new (the others' are kept). `stored`: the table's bins, if read."""
+    associations alone are new (the others' are kept). `stored`: the table's bins, if read.
+    Rows hold no time: the bins are those of the last usage update (log_index), and stamping
+    every row on each update rewrote 10,000 rows for nothing."""
     if only is not None and not only:
-        mark_bins_at(conn, at)
         return
     if stored is None:
         stored = _stored_bins(conn)
@@ -782,16 +781,10 @@ def _write_bins(
         ("bins",),
         [(bins, *k) for k, bins in fresh.items() if k in stored and stored[k] != bins],
     )
-    mark_bins_at(conn, at)
     conn.executemany(
-        "INSERT INTO job_usage_bins VALUES (?, ?, ?, ?)",
-        [(k[0], k[1], at, bins) for k, bins in fresh.items() if k not in stored],
+        "INSERT INTO job_usage_bins (username, bank, bins) VALUES (?, ?, ?)",
+        [(k[0], k[1], bins) for k, bins in fresh.items() if k not in stored],
     )
-
-
-def mark_bins_at(conn: Connection, at: float) -> None:
-    """Every stored bin is as of `at` (an update found them unchanged)."""
-    conn.execute("UPDATE job_usage_bins SET at = ?", (at,))
 
 
 def jobs_recorded_between(conn: Connection, since: int, position: int) -> bool:

@@ -31,7 +31,7 @@ def period(k: int) -> float:
 def _bins(store: Store) -> list[dict[str, Any]]:
     conn = Connection(parse_store_url(store.url))
     try:
-        rows = conn.query("SELECT username, bank, at, bins FROM job_usage_bins")
+        rows = conn.query("SELECT username, bank, bins FROM job_usage_bins")
     finally:
         conn.close()
     return sorted(rows, key=lambda r: (r["username"], r["bank"]))
