@@ -212,6 +212,12 @@ class Connection:
         for statement in statements:
             self.raw.execute(statement)
 
+    def array_parameters(self, types: Sequence[str]) -> str:
+        """PostgreSQL: a parameter per array type, for one statement over arrays (unnest), each
+        sent in binary: psycopg's text form checks every element against a regular expression
+        for quoting, three times the cost at 10,000 elements (a cycle sends several)."""
+        return ", ".join(f"CAST(%b AS {t})" for t in types)
+
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         if not rows:
             return

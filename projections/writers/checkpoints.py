@@ -361,7 +361,7 @@ def _insert(conn: Connection, rows: list[tuple[Any, ...]]) -> None:
             rows,
         )
         return
-    arrays = ", ".join(f"CAST(? AS {t})" for t in _ARRAY_TYPES)
+    arrays = conn.array_parameters(_ARRAY_TYPES)
     conn.execute(
         f"INSERT INTO fairshare_checkpoints ({_ROW_COLUMNS}) SELECT * FROM unnest({arrays})",
         [list(values) for values in zip(*rows, strict=True)],

@@ -739,7 +739,7 @@ def _update_by_association(
         conn.executemany(f"UPDATE {table} SET {assignments} WHERE username = ? AND bank = ?", rows)
         return
     types = [_ARRAY_TYPES[c] for c in columns] + ["text[]", "text[]"]
-    arrays = ", ".join(f"CAST(? AS {t})" for t in types)
+    arrays = conn.array_parameters(types)
     names = ", ".join([*columns, "username", "bank"])
     assignments = ", ".join(f"{c} = v.{c}" for c in columns)
     conn.execute(
