@@ -172,16 +172,20 @@ def rebinned_usage(
     at: float,
     kept: Mapping[AssocKey, list[float]],
     periods: set[int],
+    resolver: AssociationResolver | None = None,
 ) -> dict[AssocKey, AssociationUsage]:
     """association_usage(...) of the associations in `kept` (their bins at `at` as last
     computed, in the same period) whose totals changed only in `periods`: those bins are summed
     anew from `totals` (which must hold every total of those periods that can resolve to them),
     the others kept. The same numbers: each bin is its period's correctly rounded sum either
-    way. No usage cutoff may fall in the window (association_usage takes those charges out)."""
+    way. No usage cutoff may fall in the window (association_usage takes those charges out).
+    `resolver`: one already made for `state`, whose resolved identities are reused."""
     params = usage_params(state)
     current = period_of(at, params)
     per_assoc = _charges_by_period(
-        AssociationResolver(state), totals, lambda key, period: key in kept and period in periods
+        resolver or AssociationResolver(state),
+        totals,
+        lambda key, period: key in kept and period in periods,
     )
     out = {}
     for key, old in kept.items():

@@ -574,21 +574,20 @@ def settled_position(conn: Connection, state: SiteState, position: int, at: floa
 
 
 def _touched(
-    conn: Connection, state: SiteState, since: int, position: int
+    conn: Connection, resolver: AssociationResolver, since: int, position: int
 ) -> tuple[set[str], set[int]]:
     """The users of the jobs recorded after `since` and before `position`, and the periods
     those jobs ended in."""
-    resolver = AssociationResolver(state)
     users, periods = set(), set()
-    for r in conn.query(
+    for userid, username, bank, period in conn.rows(
         "SELECT DISTINCT userid, username, bank, period FROM jobs "
         "WHERE position > ? AND position < ?",
         (since, position),
     ):
-        key = resolver.resolve_cached(r["userid"], r["username"], r["bank"])
+        key = resolver.resolve_cached(userid, username, bank)
         if key is not None:
             users.add(key[0])
-            periods.add(int(r["period"]))
+            periods.add(int(period))
     return users, periods
 
 
@@ -599,11 +598,12 @@ def _users_usage(
     users: set[str],
     periods: set[int],
     stored_bins: dict[AssocKey, str],
+    resolver: AssociationResolver,
 ) -> dict[AssocKey, AssociationUsage]:
     """usage_at(...) of every association of `users` only, whose totals changed only in
     `periods`: those periods' bins from their period totals, the others' as stored (or every
     bin from the totals, where an association's jobs stop counting at a cutoff in the window,
-    or its bins are not stored)."""
+    or its bins are not stored). `resolver`: the one that found `users` (its cache reused)."""
     first, last = window(state, at)
     names = sorted(users)
     mine = [a for name in names for a in state.associations.get(name, {}).values()]
@@ -636,7 +636,7 @@ def _users_usage(
                 cleared[cutoff] += dropped
     if rebin:
         kept = {key: json.loads(stored_bins[key]) for key in keys}
-        return rebinned_usage(state, totals, at, kept, set(changed))
+        return rebinned_usage(state, totals, at, kept, set(changed), resolver)
     return association_usage(state, totals, at, cleared, only=keys)
 
 
@@ -677,12 +677,13 @@ def write_usage(
     elif since is not None and position is not None:
         keys = [(a.username, a.bank) for a in state.all_associations()]
         if all(key in current for key in keys):
-            users, periods = _touched(conn, state, since, position)
+            resolver = AssociationResolver(state)
+            users, periods = _touched(conn, resolver, since, position)
             usage = {key: AssociationUsage(float(current[key][0]), []) for key in keys}
             fresh = {}
             if users:
                 stored_bins = _stored_bins(conn)
-                fresh = _users_usage(conn, state, at, users, periods, stored_bins)
+                fresh = _users_usage(conn, state, at, users, periods, stored_bins, resolver)
             usage.update(fresh)
             recomputed = set(fresh)
     if recomputed is None and not continuous:
