@@ -218,6 +218,30 @@ class Connection:
         for quoting, three times the cost at 10,000 elements (a cycle sends several)."""
         return ", ".join(f"CAST(%b AS {t})" for t in types)
 
+    def delete_rows(
+        self,
+        table: str,
+        columns: Sequence[str],
+        types: Sequence[str],
+        keys: Sequence[Sequence[Any]],
+    ) -> None:
+        """DELETE the rows of `table` whose `columns` equal one of `keys`, in the open
+        transaction: on PostgreSQL one statement over arrays (`types`: each column's array
+        type), where executemany sends one per key (10,000 on a warm Fair Tree update);
+        SQLite runs in process, where executemany is the fast way."""
+        if not keys:
+            return
+        if self.config.is_postgres:
+            where = " AND ".join(f"{table}.{c} = v.{c}" for c in columns)
+            self.execute(
+                f"DELETE FROM {table} USING unnest({self.array_parameters(types)}) "
+                f"AS v ({', '.join(columns)}) WHERE {where}",
+                [list(values) for values in zip(*keys, strict=True)],
+            )
+            return
+        matches = " AND ".join(f"{c} = ?" for c in columns)
+        self.raw.executemany(f"DELETE FROM {table} WHERE {matches}", [tuple(k) for k in keys])
+
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         if not rows:
             return

@@ -161,7 +161,7 @@ def _store(conn: Connection, reading: ContinuousReading, grown: set[AssocKey]) -
     """Rewrite only the rows of the associations whose sums grew."""
     if not grown:
         return
-    conn.executemany("DELETE FROM continuous_sums WHERE username = ? AND bank = ?", sorted(grown))
+    conn.delete_rows("continuous_sums", ("username", "bank"), ("text[]", "text[]"), sorted(grown))
     _insert(conn, reading, grown)
 
 
