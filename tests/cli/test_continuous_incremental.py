@@ -18,7 +18,7 @@ import pytest
 
 from projections.writers import continuous_state
 from tests.cli.test_cron import CREATED, _site, twin  # noqa: F401 (a fixture)
-from tests.cli.test_cron_incremental import rebuilt_alike
+from tests.cli.test_cron_incremental import rebuilt_alike, store_calls
 from tests.cli.test_ingest import job, write
 from tests.conftest import T0, Store
 
@@ -29,15 +29,7 @@ MIDNIGHT = 1_700_006_400.0  # 2023-11-15 00:00 UTC, the first DAILY reset after 
 @pytest.fixture
 def whole_readings(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     """The store URL of every whole reading (continuous_state.read_at) made while it runs."""
-    calls: list[str] = []
-    real = continuous_state.read_at
-
-    def counted(conn: Any, *args: Any, **kwargs: Any) -> Any:
-        calls.append(conn.config.describe())
-        return real(conn, *args, **kwargs)
-
-    monkeypatch.setattr(continuous_state, "read_at", counted)
-    yield calls
+    yield store_calls(monkeypatch, continuous_state, "read_at")
 
 
 class Pair:

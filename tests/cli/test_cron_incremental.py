@@ -90,6 +90,20 @@ def _settled(store: Store, at: float) -> int | None:
         s.close()
 
 
+def store_calls(monkeypatch: Any, module: Any, name: str) -> list[str]:
+    """The store (URL) of every call of `module.name`, a function whose first argument is the
+    connection, from now on: which ledger recomputed what."""
+    calls: list[str] = []
+    real = getattr(module, name)
+
+    def counted(conn: Connection, *args: Any, **kwargs: Any) -> Any:
+        calls.append(conn.config.describe())
+        return real(conn, *args, **kwargs)
+
+    monkeypatch.setattr(module, name, counted)
+    return calls
+
+
 def same_past(store: Store, other: Store, moments: tuple[float, ...], now: float) -> None:
     """Both ledgers show the same tree as of each moment (asked at `now`)."""
     for asked in moments:
@@ -249,16 +263,9 @@ def test_an_idle_cycle_keeps_the_last_update_without_recomputing_it(
     pair.ingest(now, job(1, end=period(2) + 600, duration=100), job(2, end=now - 60, userid=5002))
     pair.cron(now)
 
-    recomputed: list[str] = []
-    real = usage_tables.write_usage
-
-    def counted(conn: Connection, *args: Any, **kwargs: Any) -> Any:
-        recomputed.append(conn.config.describe())
-        return real(conn, *args, **kwargs)
-
-    monkeypatch.setattr(usage_tables, "write_usage", counted)
+    recomputed = store_calls(monkeypatch, usage_tables, "write_usage")
     before = _checkpoint_rows(store)
-    pair.cron(now + 60)  # nothing new: the twin recomputes (its new project), this one keeps
+    pair.cron(now + 60)  # nothing new: the twin recomputes (its config key), this one keeps
     assert recomputed == [parse_store_url(twin.url).describe()]
     after = _checkpoint_rows(store)
     idle = max(after)
@@ -300,14 +307,7 @@ def test_new_shares_keep_the_usage_and_walk_again(
     ranked_before = _fairshares(store, now)
     assert ranked_before[("bob", "chemistry")] > ranked_before[("alice", "physics")]
 
-    whole: list[str] = []
-    real = usage_tables.usage_at
-
-    def counted(conn: Connection, *args: Any, **kwargs: Any) -> Any:
-        whole.append(conn.config.describe())
-        return real(conn, *args, **kwargs)
-
-    monkeypatch.setattr(usage_tables, "usage_at", counted)
+    whole = store_calls(monkeypatch, usage_tables, "usage_at")
     for ledger in (store, twin):
         ledger.run("edit-bank", "physics", "--shares", "5", now=now + 30)
         ledger.run("add-queue", "debug", now=now + 30)
