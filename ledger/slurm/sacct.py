@@ -318,16 +318,23 @@ def _minutes(row: Mapping[str, str], column: str) -> int | None:
     return minutes
 
 
+def _not_a_time(column: str, text: str) -> LineError:
+    return LineError(
+        f"{column} {text!r} is not a time (YYYY-MM-DDTHH:MM:SS, epoch seconds, Unknown or None)"
+    )
+
+
 def _time(row: Mapping[str, str], column: str, zone: Any) -> float | None:
     text = row.get(column)
     if text is None or text in NO_TIME:
         return None
     if _EPOCH.fullmatch(text):
-        return float(int(text))
+        try:
+            return float(int(text))
+        except OverflowError:  # more digits than a float holds: no time at all
+            raise _not_a_time(column, text) from None
     if not _ISO.fullmatch(text):
-        raise LineError(
-            f"{column} {text!r} is not a time (YYYY-MM-DDTHH:MM:SS, epoch seconds, Unknown or None)"
-        )
+        raise _not_a_time(column, text)
     try:
         wall = _wall_time(text)
     except ValueError:

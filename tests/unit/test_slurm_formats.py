@@ -6,6 +6,7 @@ order, time and TRES formats); their numbers are made up, only the parsing is ch
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -102,6 +103,24 @@ def test_sacct_bad_timelimit_names_it() -> None:
             "JobID|User|Account|Partition|Start|End|State|NCPUS|Timelimit\n"
             "7|alice|a|p|100|200|COMPLETED|1|soon\n"
         )
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "message"),
+    [
+        ("Start", "9" * 400, "Start '" + "9" * 400 + "' is not a time"),  # beyond a float
+        ("NCPUS", "²", "NCPUS '²' is not a whole number >= 0"),  # a digit int() refuses
+    ],
+)
+def test_sacct_values_python_cannot_convert_are_refused_by_name(
+    column: str, value: str, message: str
+) -> None:
+    fields = {"JobID": "5", "User": "u", "Account": "a", "Partition": "p", "NCPUS": "1"}
+    fields |= {"Start": "2026-01-01T00:00:00", "End": "2026-01-01T01:00:00", "State": "COMPLETED"}
+    fields[column] = value
+    text = "|".join(fields) + "\n" + "|".join(fields.values()) + "\n"
+    with pytest.raises(InvalidValue, match=re.escape(message)):
+        parse_sacct(text)
 
 
 def test_sacct_sample() -> None:
