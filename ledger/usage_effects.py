@@ -1,4 +1,4 @@
-"""Which site changes can move an association's usage, and which only its fair-share or
+"""Which site changes can move an association's usage, whose, and which only the fair-share or
 priority.
 
 Usage is computed from the jobs recorded (their charge and billing fixed when they were
@@ -11,11 +11,19 @@ next update need not read every job again (projections.writers.usage_tables.sett
 continuous_state). It still changes what the walk or Fair Tree makes of that usage (shares, an
 empty bank beside others), so the fair-share is computed anew.
 
+A change that can move usage moves only some users' usage when all it changes is which of a
+user's associations that user's jobs resolve to: a new association (its user's jobs may now
+resolve to it, and a userid it shares with another user then names no one alone), a new
+default bank. `usage_scope` names them; the next update recomputes those users' usage from all
+their jobs and carries the rest. Every other such change (a removal, a new userid, a cutoff, a
+decay setting...) recomputes every association.
+
 A whitelist: a field or event added later counts as moving usage until it is listed here.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from ledger import events as ev
@@ -62,3 +70,22 @@ def moves_usage(event: Any) -> bool:
     if isinstance(event, ev.BankEdited):
         return not set(event.changes) <= NEUTRAL_BANK_FIELDS
     return True
+
+
+@dataclass(frozen=True)
+class UsageScope:
+    """The users whose usage a change can move: those named, and every user holding one of
+    `userids` (a job that names only its userid resolves to the one user holding it)."""
+
+    usernames: frozenset[str]
+    userids: frozenset[int]
+
+
+def usage_scope(event: Any) -> UsageScope | None:
+    """The users whose usage `event` alone can move; None when it can move anyone's (or no
+    one's: moves_usage says which)."""
+    if isinstance(event, ev.AssociationAdded):
+        return UsageScope(frozenset({event.username}), frozenset({event.userid}))
+    if isinstance(event, ev.DefaultBankChanged):
+        return UsageScope(frozenset({event.username}), frozenset())
+    return None

@@ -34,6 +34,8 @@ from ledger.site_usage import (
 )
 from ledger.state import SiteState
 from ledger.store.connections import Connection
+from projections.writers import usage_scope
+from projections.writers.usage_scope import USERS_PER_QUERY
 
 TABLES: dict[str, str] = {
     # One row per association and anchor with settled jobs: the exact sum as a hexadecimal
@@ -127,8 +129,59 @@ def _carried(
         "AND t_inactive > ?",
         (mark, mark_at),
     ).fetchall()
-    grown = add_jobs(state, reading, jobs, AssociationResolver(state))
-    return reading, grown
+    resolver = AssociationResolver(state)
+    scoped = usage_scope.users_between(conn, state, since, position)
+    restarted: set[AssocKey] = set()
+    if scoped:
+        # A new association or default bank may have given these users jobs or taken some
+        # away: their sums start again from every job of theirs, the others' carry.
+        restarted = {
+            (a.username, a.bank)
+            for name in scoped
+            for a in state.associations.get(name, {}).values()
+        }
+        for key in [key for key in reading.settled if key[0] in scoped]:
+            del reading.settled[key]
+            restarted.add(key)
+        jobs = [job for job in jobs if not _theirs(resolver, job, scoped)]
+        jobs += [
+            job for job in _jobs_of(conn, state, scoped, position) if _theirs(resolver, job, scoped)
+        ]
+    grown = add_jobs(state, reading, jobs, resolver)
+    return reading, grown | restarted
+
+
+def _theirs(resolver: AssociationResolver, job: JobSpanTuple, users: set[str]) -> bool:
+    """Whether `job` resolves to an association of one of `users`."""
+    key = resolver.resolve_cached(job[0], job[1], job[2])
+    return key is not None and key[0] in users
+
+
+def _jobs_of(
+    conn: Connection, state: SiteState, users: set[str], position: int
+) -> list[JobSpanTuple]:
+    """Every job recorded before `position` that can resolve to one of `users`: naming one of
+    them, or naming no user and a userid one of them holds."""
+    names = sorted(users)
+    userids = sorted(
+        {a.userid for name in names for a in state.associations.get(name, {}).values()}
+    )
+    out: list[JobSpanTuple] = []
+    for n in range(0, len(names), USERS_PER_QUERY):
+        part = names[n : n + USERS_PER_QUERY]
+        out += conn.execute(
+            f"SELECT {_JOB_COLUMNS} FROM jobs WHERE in_balance = 0 AND position < ? "
+            f"AND username IN ({', '.join('?' * len(part))})",
+            (position, *part),
+        ).fetchall()
+    for n in range(0, len(userids), USERS_PER_QUERY):
+        ids = userids[n : n + USERS_PER_QUERY]
+        out += conn.execute(
+            f"SELECT {_JOB_COLUMNS} FROM jobs WHERE in_balance = 0 AND position < ? "
+            f"AND username IS NULL AND userid IN ({', '.join('?' * len(ids))})",
+            (position, *ids),
+        ).fetchall()
+    return out
 
 
 def _balances(conn: Connection, max_position: int | None) -> list[BalanceEntry]:
@@ -172,6 +225,6 @@ def _insert(conn: Connection, reading: ContinuousReading, keys: set[AssocKey]) -
         [
             (key[0], key[1], anchor, format(units, "x"))
             for key in sorted(keys)
-            for anchor, units in sorted(reading.settled[key].items())
+            for anchor, units in sorted(reading.settled.get(key, {}).items())
         ],
     )

@@ -27,7 +27,14 @@ from ledger.store import log_tables
 from ledger.store.application import Ledger, _first_line, unprojectable_errors
 from ledger.store.connections import Connection
 from ledger.usage_effects import moves_usage
-from projections.writers import checkpoints, continuous_state, schema, usage_tables
+from ledger.usage_effects import usage_scope as usage_scope_of
+from projections.writers import (
+    checkpoints,
+    continuous_state,
+    schema,
+    usage_scope,
+    usage_tables,
+)
 from projections.writers.site_tables import write_touched
 
 PAGE_SIZE = 500
@@ -44,6 +51,7 @@ def all_tables() -> dict[str, str]:
         **usage_tables.TABLES,
         **checkpoints.TABLES,
         **continuous_state.TABLES,
+        **usage_scope.TABLES,
     }
 
 
@@ -56,6 +64,7 @@ def create_tables(conn: Connection) -> None:
             *schema.INDEXES,
             *usage_tables.INDEXES,
             *checkpoints.INDEXES,
+            *usage_scope.INDEXES,
         ]
     )
     tracked = {row["name"] for row in conn.query("SELECT name FROM projection_tracking")}
@@ -97,8 +106,9 @@ def _site_state(ledger: Ledger, version: int) -> SiteState:
 
 def log_kind(event: Any) -> str:
     """What the log index calls an event: as-of looks up fair-share snapshots by kind, and an
-    update asks whether anything but jobs changed the usage since the last ("site") or only
-    what the fair-share makes of it ("policy": ledger.usage_effects)."""
+    update asks whether anything but jobs changed the usage since the last: anyone's ("site"),
+    some users' ("users", their names in usage_scope), or only what the fair-share makes of it
+    ("policy"; ledger.usage_effects)."""
     if isinstance(event, ev.FairshareUpdated):
         return "fairshare"
     if isinstance(event, ev.UsageUpdated):
@@ -107,7 +117,9 @@ def log_kind(event: Any) -> str:
         return "balance"  # stored fair-share values in force until the next update-fshare
     if isinstance(event, JobLog.JobsRecorded | JobLog.Opened):
         return "jobs"
-    return "site" if moves_usage(event) else "policy"
+    if not moves_usage(event):
+        return "policy"
+    return "site" if usage_scope_of(event) is None else "users"
 
 
 class _Folder:
@@ -194,6 +206,10 @@ class _Folder:
         self.log_rows.append((position, event.timestamp.timestamp(), kind, self.site_version))
         if self.neutralized.skips(position):
             return  # kept in the log and its time index, set aside everywhere else
+        if kind == "users":
+            scope = usage_scope_of(event)
+            assert scope is not None  # log_kind's "users"
+            usage_scope.write(self.conn, position, scope)
         if isinstance(event, JobLog.JobsRecorded):
             records = self.neutralized.kept(position, event.records)
             usage_tables.insert_jobs(self.conn, self.state, records, position)

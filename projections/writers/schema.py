@@ -14,8 +14,9 @@ from ledger.flux_accounting.tables import (
     QUEUE_COLUMNS,
 )
 
-# 14: log_index kind "policy" for a change that moves no usage (ledger.usage_effects), and
-# job_usage_bins without its per-row time; 13:
+# 14: log_index kinds "policy" and "users" for a change that moves no usage or only some
+# users' (ledger.usage_effects; usage_scope names them), and job_usage_bins without its
+# per-row time; 13:
 # continuous_sums and continuous_mark (a Slurm site's usage carried forward); 12: a
 # queue's Slurm partition fields (priority_job_factor, ..., total_tres); 11: qos_table,
 # an association's qos and default_qos, a job's qos; 10 (on main): clear-usage's

@@ -38,7 +38,8 @@ from ledger.site_usage import (
 from ledger.state import CONTINUOUS, WEIGHTED_WALK, Association, SiteState
 from ledger.store.connections import Connection
 from ledger.usage import UsageParams, period_of, period_start
-from projections.writers import continuous_state
+from projections.writers import continuous_state, usage_scope
+from projections.writers.usage_scope import USERS_PER_QUERY
 
 TABLES: dict[str, str] = {
     "jobs": """
@@ -517,17 +518,13 @@ def association_usage_at(
     return association_usage(state, totals, at, cleared)[key]
 
 
-# Users per statement when usage is recomputed for some of them: their names and userids are
-# its values, which both stores bound (SQLite at 32,766).
-USERS_PER_QUERY = 1000
-
-
 def settled_position(conn: Connection, state: SiteState, position: int, at: float) -> int | None:
     """The log position up to which the stored usage columns already hold every job, when
     nothing but jobs changed them since: the last usage update written before the update at
-    `position` (at time `at`), in the same period, with no site event that can move usage (a
-    new association, a clear-usage, a config change, an opening balance...; not a new share,
-    limit, queue or QOS: ledger.usage_effects) between them. None: recompute all.
+    `position` (at time `at`), in the same period, with no site event that can move anyone's
+    usage (a clear-usage, a removal, a config change, an opening balance...; not a new share,
+    limit, queue or QOS, nor a new association or default bank, which move only their users':
+    ledger.usage_effects, usage_scope) between them. None: recompute all.
 
     Every update-fshare is written; an update-usage followed at once by another update (cron's
     pair) is not (runner._Folder.apply), so only one followed by another event counts. Log
@@ -599,18 +596,22 @@ def _users_usage(
     periods: set[int],
     stored_bins: dict[AssocKey, str],
     resolver: AssociationResolver,
+    every_period: bool = False,
 ) -> dict[AssocKey, AssociationUsage]:
     """usage_at(...) of every association of `users` only, whose totals changed only in
     `periods`: those periods' bins from their period totals, the others' as stored (or every
     bin from the totals, where an association's jobs stop counting at a cutoff in the window,
-    or its bins are not stored). `resolver`: the one that found `users` (its cache reused)."""
+    its bins are not stored, or `every_period`: jobs may have moved between their
+    associations). `resolver`: the one that found `users` (its cache reused)."""
     first, last = window(state, at)
     names = sorted(users)
     mine = [a for name in names for a in state.associations.get(name, {}).values()]
     keys = {(a.username, a.bank) for a in mine}
     start = period_start(first, usage_params(state))
-    rebin = all(key in stored_bins for key in keys) and not any(
-        state.usage_cutoff(a) >= start for a in mine
+    rebin = (
+        not every_period
+        and all(key in stored_bins for key in keys)
+        and not any(state.usage_cutoff(a) >= start for a in mine)
     )
     changed = sorted(p for p in periods if first <= p <= last) if rebin else []
     if rebin and not changed:  # only periods out of the window: nothing that counts moved
@@ -679,11 +680,16 @@ def write_usage(
         if all(key in current for key in keys):
             resolver = AssociationResolver(state)
             users, periods = _touched(conn, resolver, since, position)
+            # Users a new association or default bank may have given or taken jobs from:
+            # every period of theirs is recomputed.
+            scoped = usage_scope.users_between(conn, state, since, position)
             usage = {key: AssociationUsage(float(current[key][0]), []) for key in keys}
             fresh = {}
-            if users:
+            if users or scoped:
                 stored_bins = _stored_bins(conn)
-                fresh = _users_usage(conn, state, at, users, periods, stored_bins, resolver)
+                fresh = _users_usage(
+                    conn, state, at, users | scoped, periods, stored_bins, resolver, bool(scoped)
+                )
             usage.update(fresh)
             recomputed = set(fresh)
     if recomputed is None and not continuous:
@@ -798,12 +804,13 @@ def jobs_recorded_between(conn: Connection, since: int, position: int) -> bool:
 
 
 def policy_changed_between(conn: Connection, since: int, position: int) -> bool:
-    """Whether a change that moves no usage but may move the fair-share (shares, a new bank:
-    ledger.usage_effects) was recorded after log position `since` and before `position`."""
+    """Whether a change that may move the fair-share but no usage (shares, a new bank), or
+    only some users' (a new association: ledger.usage_effects), was recorded after log
+    position `since` and before `position`."""
     return bool(
         conn.rows(
-            "SELECT 1 FROM log_index WHERE kind = 'policy' AND position > ? AND position < ? "
-            "LIMIT 1",
+            "SELECT 1 FROM log_index WHERE kind IN ('policy', 'users') "
+            "AND position > ? AND position < ? LIMIT 1",
             (since, position),
         )
     )

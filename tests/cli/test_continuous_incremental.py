@@ -169,3 +169,40 @@ def test_a_reset_boundary_restarts_the_sums(
     )
     pair.ingest(MIDNIGHT + 900, job(3, end=MIDNIGHT + 800, duration=50, userid=5002))
     pair.update(MIDNIGHT + 900, False)
+
+
+def test_a_new_association_or_default_bank_restarts_its_users_sums_alone(
+    store: Store,
+    twin: Store,  # noqa: F811 (the fixture)
+    tmp_path: Path,
+    whole_readings: list[str],
+) -> None:
+    """A new association and a new default bank move only their users' usage: their sums
+    start again from every job of theirs (carol's job recorded before she existed, bob's job
+    naming only the userid dave now shares, alice's jobs without a bank), the others carry,
+    and no whole reading is made; the twin, reading everything, shows the same to the bit."""
+    _slurm_site(store)
+    _slurm_site(twin)
+    pair = Pair(store, twin, tmp_path, whole_readings)
+    now = T0 + 600
+    pair.ingest(
+        now,
+        job(1, end=T0, duration=100),  # alice by userid, her default bank
+        job(2, end=T0 + 50, duration=40, userid=5002),  # bob by userid alone
+        job(3, end=T0 + 60, duration=25, user="carol", userid=5003),  # no carol yet
+        job(4, end=T0 + 70, duration=30, userid=5002, user="bob", bank="chemistry"),
+        job(5, end=now + 300, duration=500),  # alice, still running at the first update
+    )
+    pair.update(now, True)
+    for ledger in (store, twin):
+        ledger.run("add-user", "-u", "carol", "-i", "5003", "-B", "physics", now=now + 30)
+        ledger.run("add-user", "-u", "dave", "-i", "5002", "-B", "physics", now=now + 30)
+        ledger.run("edit-user", "alice", "--default-bank", "chemistry", now=now + 30)
+    pair.update(now + 60, False)
+    usage = _usage(store, now + 60)
+    assert usage[("carol", "physics")] == pytest.approx(_decayed(1, T0 + 35, T0 + 60, now + 60))
+    assert usage[("bob", "chemistry")] == pytest.approx(_decayed(1, T0 + 40, T0 + 70, now + 60))
+    assert usage[("alice", "physics")] == 0.0
+    pair.ingest(now + 120, job(6, end=now + 100, duration=9, user="carol"))
+    pair.update(now + 400, False)  # alice's running job ends in chemistry
+    rebuilt_alike(store, now + 400)

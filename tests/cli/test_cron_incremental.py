@@ -216,13 +216,15 @@ def test_only_jobs_since_the_last_update_leave_the_mark_standing(
     assert _settled(ledger_store, T0 + 240) == fairshare_at
     ledger_store.run("ingest", write(tmp_path / "b.jsonl", job(2, end=T0 + 200)), now=T0 + 240)
     assert _settled(ledger_store, T0 + 240) == usage_at
-    # A change that moves no usage leaves the mark standing (ledger.usage_effects); one that
-    # can (here a new association: jobs recorded before it may resolve to it now) does not.
+    # A change that moves no usage leaves the mark standing (ledger.usage_effects), and so
+    # does one that moves only its users' (a new association: they are recomputed whole);
+    # one that can move anyone's (a config key of the site's own) does not.
     ledger_store.run("add-project", "climate", now=T0 + 240)
     ledger_store.run("edit-user", "alice", "--shares", "3", now=T0 + 240)
     ledger_store.run("add-bank", "physics", "1", "--parent-bank", "root", now=T0 + 240)
+    ledger_store.run("add-user", "-u", "bob", "-i", "5002", "-B", "physics", now=T0 + 240)
     assert _settled(ledger_store, T0 + 300) == usage_at
-    ledger_store.run("add-user", "-u", "bob", "-i", "5002", "-B", "physics", now=T0 + 300)
+    ledger_store.run("add-config", "note=x", now=T0 + 300)
     assert _settled(ledger_store, T0 + 300) is None
 
 
@@ -329,3 +331,57 @@ def test_new_shares_keep_the_usage_and_walk_again(
 def _fairshares(store: Store, now: float) -> dict[tuple[str, str], float]:
     users = json.loads(store.run("list-users", "--json", now=now).stdout)
     return {(r["username"], r["bank"]): r["fairshare"] for r in users}
+
+
+def test_a_new_association_or_default_bank_recomputes_its_users_alone(
+    store: Store,
+    twin: Store,  # noqa: F811 (the fixture)
+    tmp_path: Path,
+    monkeypatch: Any,
+) -> None:
+    """A new association and a new default bank move only some users' usage (jobs recorded
+    before carol existed are hers now; dave takes bob's userid, so a job naming only that
+    userid names no one alone; alice's jobs without a bank follow her default bank): the next
+    cycle recomputes those users from all their jobs and carries everyone else, with the
+    numbers the twin's whole recomputation gives."""
+    _site(store)
+    _site(twin)
+    pair = Pair(store, twin, tmp_path)
+    now = period(2) + 3600
+    pair.ingest(
+        now,
+        job(1, end=period(2) + 600, duration=100),  # alice by userid, her default bank
+        job(2, end=period(1) + 100, duration=60),  # alice, an earlier period
+        job(3, end=period(2) + 700, duration=40, userid=5002),  # bob by userid alone
+        job(4, end=period(2) + 800, duration=25, user="carol", userid=5003),  # no carol yet
+        job(5, end=period(2) + 900, duration=30, userid=5002, user="bob", bank="chemistry"),
+    )
+    pair.cron(now)
+    usage = _usage(store, now)
+    assert (usage[("alice", "physics")], usage[("bob", "chemistry")]) == (130.0, 70.0)
+
+    whole = store_calls(monkeypatch, usage_tables, "usage_at")
+    for ledger in (store, twin):
+        ledger.run("add-user", "-u", "carol", "-i", "5003", "-B", "physics", now=now + 30)
+        ledger.run("add-user", "-u", "dave", "-i", "5002", "-B", "physics", now=now + 30)
+        ledger.run("edit-user", "alice", "--default-bank", "chemistry", now=now + 30)
+    assert _settled(store, now + 60) is not None  # no whole recomputation due
+    pair.cron(now + 60)
+    assert whole == [parse_store_url(twin.url).describe()]
+    # By hand (decay 0.5 a period): carol's job is hers; bob keeps only the job naming him;
+    # alice's jobs without a bank are chemistry's now.
+    usage = _usage(store, now + 60)
+    assert usage[("carol", "physics")] == 25.0
+    assert usage[("bob", "chemistry")] == 30.0
+    assert (usage[("alice", "physics")], usage[("alice", "chemistry")]) == (0.0, 130.0)
+
+    pair.ingest(now + 120, job(6, end=now + 90, duration=8, user="carol"))
+    pair.cron(now + 120)
+    assert len(whole) == 2
+    same_past(store, twin, (now + 10, now + 90), now + 120)
+    rebuilt_alike(store, now + 120)
+
+
+def _usage(store: Store, now: float) -> dict[tuple[str, str], float]:
+    users = json.loads(store.run("list-users", "--json", now=now).stdout)
+    return {(r["username"], r["bank"]): r["job_usage"] for r in users}

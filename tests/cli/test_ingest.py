@@ -55,17 +55,16 @@ def write(path: Path, *lines: dict[str, Any] | str) -> str:
 
 
 def all_tables(store: Store) -> dict[str, list[dict[str, Any]]]:
-    """Store.tables() plus the usage read models (jobs, period_totals, job_usage_bins) and the
-    fair-share checkpoints, which Store.tables() leaves out: it lists
-    projections.writers.schema.TABLES only."""
+    """Store.tables() plus every other read model (jobs, period_totals, job_usage_bins, the
+    fair-share checkpoints, the continuous sums, the usage scopes), which Store.tables() leaves
+    out: it lists projections.writers.schema.TABLES only."""
     from ledger.store.connections import Connection, parse_store_url
-    from projections.writers.checkpoints import TABLES as CHECKPOINT_TABLES
-    from projections.writers.usage_tables import TABLES as USAGE_TABLES
+    from projections.writers import runner, schema
 
     out = store.tables()
     conn = Connection(parse_store_url(store.url))
     try:
-        for name in [*USAGE_TABLES, *CHECKPOINT_TABLES]:
+        for name in [name for name in runner.all_tables() if name not in schema.TABLES]:
             rows = conn.query(f"SELECT * FROM {name}")
             out[name] = sorted(rows, key=lambda r: repr(sorted(r.items())))
     finally:

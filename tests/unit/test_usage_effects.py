@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from ledger.site import Site
-from ledger.usage_effects import moves_usage
+from ledger.usage_effects import UsageScope, moves_usage, usage_scope
 from tests.unit.site_events import STAMP, Command, bank, given, queue, user
 
 
@@ -79,3 +79,22 @@ def test_an_edit_that_mixes_both_moves_usage() -> None:
         _site(), lambda s, st: s.edit_user(st, "alice", None, {"shares": 2, "userid": 7})
     )
     assert [moves_usage(e) for e in edit] == [True]
+
+
+def test_a_new_association_or_default_bank_moves_only_its_users_usage() -> None:
+    added = recorded(_site(), lambda s, st: s.add_user(st, "bob", "physics", 5002, {}))
+    assert usage_scope(added[-1]) == UsageScope(frozenset({"bob"}), frozenset({5002}))
+    site = given(
+        bank("root"), bank("physics", "root"), bank("chemistry", "root"), user("alice", "physics")
+    )
+    site.add_user(STAMP, "alice", "chemistry", None, {})
+    site.collect_events()
+    default = recorded(
+        site, lambda s, st: s.edit_user(st, "alice", None, {}, default_bank="chemistry")
+    )
+    assert [usage_scope(e) for e in default] == [UsageScope(frozenset({"alice"}), frozenset())]
+
+
+@pytest.mark.parametrize("change", sorted(set(MOVING) - {"a new association"}))
+def test_every_other_change_that_moves_usage_moves_anyones(change: str) -> None:
+    assert usage_scope(recorded(_site(), MOVING[change])[-1]) is None
