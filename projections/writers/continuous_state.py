@@ -163,23 +163,12 @@ def _jobs_of(
     """Every job recorded before `position` that can resolve to one of `users`: naming one of
     them, or naming no user and a userid one of them holds."""
     names = sorted(users)
-    userids = sorted(
-        {a.userid for name in names for a in state.associations.get(name, {}).values()}
-    )
     out: list[JobSpanTuple] = []
     for n in range(0, len(names), USERS_PER_QUERY):
-        part = names[n : n + USERS_PER_QUERY]
+        clause, values = usage_scope.who_of(state, names[n : n + USERS_PER_QUERY]).clause()
         out += conn.execute(
-            f"SELECT {_JOB_COLUMNS} FROM jobs WHERE in_balance = 0 AND position < ? "
-            f"AND username IN ({', '.join('?' * len(part))})",
-            (position, *part),
-        ).fetchall()
-    for n in range(0, len(userids), USERS_PER_QUERY):
-        ids = userids[n : n + USERS_PER_QUERY]
-        out += conn.execute(
-            f"SELECT {_JOB_COLUMNS} FROM jobs WHERE in_balance = 0 AND position < ? "
-            f"AND username IS NULL AND userid IN ({', '.join('?' * len(ids))})",
-            (position, *ids),
+            f"SELECT {_JOB_COLUMNS} FROM jobs WHERE in_balance = 0 AND position < ?{clause}",
+            (position, *values),
         ).fetchall()
     return out
 

@@ -16,7 +16,6 @@ import json
 import sqlite3
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from ledger.bounds import CHARGE_UNITS
@@ -39,7 +38,7 @@ from ledger.state import CONTINUOUS, WEIGHTED_WALK, Association, SiteState
 from ledger.store.connections import Connection
 from ledger.usage import UsageParams, period_of, period_start
 from projections.writers import continuous_state, usage_scope
-from projections.writers.usage_scope import USERS_PER_QUERY
+from projections.writers.usage_scope import USERS_PER_QUERY, Who, who_of
 
 TABLES: dict[str, str] = {
     "jobs": """
@@ -311,33 +310,6 @@ _BALANCE_AS_JOBS = (
 )
 
 
-@dataclass(frozen=True)
-class Who:
-    """Only the job identities that can name some users: one of their usernames, or no
-    username and one of the userids their associations hold (a superset of those that resolve
-    to them)."""
-
-    usernames: tuple[str, ...]
-    userids: tuple[int, ...]
-
-    def clause(self, in_totals: bool = False) -> tuple[str, list[Any]]:
-        """The SQL condition and its values, over the jobs (a missing username is NULL) or
-        over period_totals (`in_totals`: it is '')."""
-        names = ", ".join("?" * len(self.usernames)) or "NULL"
-        marks = ", ".join("?" * len(self.userids)) or "NULL"
-        missing = "= ''" if in_totals else "IS NULL"
-        return (
-            f" AND (username IN ({names}) OR (username {missing} AND userid IN ({marks})))",
-            [*self.usernames, *self.userids],
-        )
-
-
-def _who(state: SiteState, usernames: Iterable[str]) -> Who:
-    names = tuple(usernames)
-    userids = {a.userid for name in names for a in state.associations.get(name, {}).values()}
-    return Who(names, tuple(sorted(userids)))
-
-
 def _job_totals(
     conn: Connection,
     state: SiteState,
@@ -509,7 +481,7 @@ def association_usage_at(
     user's, by name or userid) instead of the whole site's totals."""
     if state.usage_model == CONTINUOUS:
         return continuous_usage_at(conn, state, at, max_position)[key]
-    who = _who(state, [key[0]])
+    who = who_of(state, [key[0]])
     first, last = window(state, at)
     totals = _job_totals(conn, state, first, last, max_position, None, periods_current, who)
     assoc = state.association(*key)
@@ -620,7 +592,7 @@ def _users_usage(
     totals: list[PeriodTotal] = []
     cleared: dict[float, list[PeriodTotal]] = defaultdict(list)
     for n in range(0, len(names), USERS_PER_QUERY):
-        who = _who(state, names[n : n + USERS_PER_QUERY])
+        who = who_of(state, names[n : n + USERS_PER_QUERY])
         clause, values = who.clause(in_totals=True)
         totals += _as_totals(
             conn.rows(
