@@ -18,7 +18,7 @@ import pytest
 
 from projections.writers import continuous_state
 from tests.cli.test_cron import CREATED, _site, twin  # noqa: F401 (a fixture)
-from tests.cli.test_cron_incremental import rebuilt_alike, store_calls
+from tests.cli.test_cron_incremental import listed, rebuilt_alike, store_calls
 from tests.cli.test_ingest import job, write
 from tests.conftest import T0, Store
 
@@ -77,8 +77,7 @@ def _decayed(ncores: float, start: float, end: float, at: float) -> float:
 
 
 def _usage(store: Store, now: float) -> dict[tuple[str, str], float]:
-    users = json.loads(store.run("list-users", "--json", now=now).stdout)
-    return {(r["username"], r["bank"]): r["job_usage"] for r in users}
+    return listed(store, now, "job_usage")
 
 
 def test_updates_carry_the_sums_forward_and_give_a_whole_readings_numbers(

@@ -306,7 +306,7 @@ def test_new_shares_keep_the_usage_and_walk_again(
         job(2, end=now - 60, duration=60, userid=5002),
     )
     pair.cron(now)
-    ranked_before = _fairshares(store, now)
+    ranked_before = listed(store, now, "fairshare")
     assert ranked_before[("bob", "chemistry")] > ranked_before[("alice", "physics")]
 
     whole = store_calls(monkeypatch, usage_tables, "usage_at")
@@ -317,7 +317,7 @@ def test_new_shares_keep_the_usage_and_walk_again(
     pair.cron(now + 60)  # the twin, forced, recomputes all; this one none
     assert whole == [parse_store_url(twin.url).describe()]
     # 5:1 shares: physics' weight (5/6)/(100/160) now beats chemistry's (1/6)/(60/160).
-    ranked_after = _fairshares(store, now + 60)
+    ranked_after = listed(store, now + 60, "fairshare")
     assert ranked_after[("alice", "physics")] > ranked_after[("bob", "chemistry")]
 
     # And a new job after it: only its user's usage is recomputed, the walk done again.
@@ -328,9 +328,10 @@ def test_new_shares_keep_the_usage_and_walk_again(
     rebuilt_alike(store, now + 120)
 
 
-def _fairshares(store: Store, now: float) -> dict[tuple[str, str], float]:
+def listed(store: Store, now: float, column: str) -> dict[tuple[str, str], float]:
+    """`column` of every association, as list-users --json shows it."""
     users = json.loads(store.run("list-users", "--json", now=now).stdout)
-    return {(r["username"], r["bank"]): r["fairshare"] for r in users}
+    return {(r["username"], r["bank"]): r[column] for r in users}
 
 
 def test_a_new_association_or_default_bank_recomputes_its_users_alone(
@@ -357,7 +358,7 @@ def test_a_new_association_or_default_bank_recomputes_its_users_alone(
         job(5, end=period(2) + 900, duration=30, userid=5002, user="bob", bank="chemistry"),
     )
     pair.cron(now)
-    usage = _usage(store, now)
+    usage = listed(store, now, "job_usage")
     assert (usage[("alice", "physics")], usage[("bob", "chemistry")]) == (130.0, 70.0)
 
     whole = store_calls(monkeypatch, usage_tables, "usage_at")
@@ -370,7 +371,7 @@ def test_a_new_association_or_default_bank_recomputes_its_users_alone(
     assert whole == [parse_store_url(twin.url).describe()]
     # By hand (decay 0.5 a period): carol's job is hers; bob keeps only the job naming him;
     # alice's jobs without a bank are chemistry's now.
-    usage = _usage(store, now + 60)
+    usage = listed(store, now + 60, "job_usage")
     assert usage[("carol", "physics")] == 25.0
     assert usage[("bob", "chemistry")] == 30.0
     assert (usage[("alice", "physics")], usage[("alice", "chemistry")]) == (0.0, 130.0)
@@ -380,8 +381,3 @@ def test_a_new_association_or_default_bank_recomputes_its_users_alone(
     assert len(whole) == 2
     same_past(store, twin, (now + 10, now + 90), now + 120)
     rebuilt_alike(store, now + 120)
-
-
-def _usage(store: Store, now: float) -> dict[tuple[str, str], float]:
-    users = json.loads(store.run("list-users", "--json", now=now).stdout)
-    return {(r["username"], r["bank"]): r["job_usage"] for r in users}
