@@ -484,13 +484,13 @@ def assert_matches_oracle(accounts: list[SlurmAccount], users: list[SlurmUser]) 
     }
 
 
-@settings(deadline=None, max_examples=200)
+@settings(deadline=None)
 @given(oracle_trees())
 def test_fair_tree_equals_the_oracle(tree: tuple[list[SlurmAccount], list[SlurmUser]]) -> None:
     assert_matches_oracle(*tree)
 
 
-@settings(deadline=None, max_examples=200)
+@settings(deadline=None)
 @given(oracle_trees())
 def test_build_tree_equals_the_oracle(tree: tuple[list[SlurmAccount], list[SlurmUser]]) -> None:
     """The linked tree classic fair-share runs on: links, level shares, long double usage."""

@@ -195,7 +195,7 @@ def walk_trees(draw: st.DrawFn) -> BankNode:
     return bank(0)
 
 
-@settings(deadline=None, max_examples=400)
+@settings(deadline=None)
 @given(tree=walk_trees())
 def test_walk_matches_the_oracle(tree: BankNode) -> None:
     expected = oracle_ranking(tree)
@@ -206,7 +206,7 @@ def test_walk_matches_the_oracle(tree: BankNode) -> None:
     assert list(got.fairshare().items()) == list(oracle_fairshare(expected).items())
 
 
-@settings(deadline=None, max_examples=300)
+@settings(deadline=None)
 @given(
     weights=st.lists(
         st.tuples(
@@ -286,7 +286,7 @@ def float_bits(values: dict[Any, float]) -> list[tuple[Any, str]]:
     return [(key, value.hex()) for key, value in values.items()]
 
 
-@settings(deadline=None, max_examples=300)
+@settings(deadline=None)
 @given(site=sites())
 def test_site_ranking_and_bank_usage_match_the_oracle(
     site: tuple[SiteState, dict[AssocKey, AssociationUsage]],

@@ -208,7 +208,7 @@ def _good(column: str, rng: random.Random) -> str:
     return good.get(column, _value(column, rng))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(deadline=None)
 @given(st.integers(0, 2**32), st.integers(0, 60))
 def test_the_fast_path_reads_every_line_as_the_reader_does(seed: int, n_lines: int) -> None:
     lines, zone = _file(seed, n_lines)
