@@ -13,7 +13,8 @@ The sums are carried only while nothing but jobs, updates and changes that move 
 between (the same rule as the periods model's usage_tables.settled_position: no site event that
 can move usage, opening balance or clear-usage, which could change whose a job is, from when it
 counts, or the half-life; ledger.usage_effects) and no reset boundary was crossed (a reset
-restarts every sum).
+restarts every sum). A new association or default bank restarts only its users' sums, from
+all their jobs (projections.writers.usage_scope).
 """
 
 from __future__ import annotations
@@ -200,7 +201,7 @@ def _store_all(conn: Connection, reading: ContinuousReading) -> None:
 
 
 def _store(conn: Connection, reading: ContinuousReading, grown: set[AssocKey]) -> None:
-    """Rewrite only the rows of the associations whose sums grew."""
+    """Rewrite only the rows of the associations whose sums grew or started again."""
     if not grown:
         return
     conn.delete_rows("continuous_sums", ("username", "bank"), ("text[]", "text[]"), sorted(grown))
