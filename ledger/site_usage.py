@@ -73,7 +73,10 @@ class AssociationResolver:
 
     def __init__(self, state: SiteState) -> None:
         self.state = state
-        self._resolved: dict[tuple[int | None, str | None, str | None], AssocKey | None] = {}
+        # Job identity (userid, username, bank) -> its association (None: none), as resolved:
+        # read directly by the loops that resolve a row at a time (a method call each cost more
+        # than the lookup).
+        self.resolved: dict[tuple[int | None, str | None, str | None], AssocKey | None] = {}
 
     @functools.cached_property
     def user_of_uid(self) -> dict[int, str]:
@@ -89,9 +92,9 @@ class AssociationResolver:
     ) -> AssocKey | None:
         """resolve(), once per job identity: a site's totals repeat each identity per period."""
         identity = (userid, username, bank)
-        if identity not in self._resolved:
-            self._resolved[identity] = self.resolve(userid, username, bank)
-        return self._resolved[identity]
+        if identity not in self.resolved:
+            self.resolved[identity] = self.resolve(userid, username, bank)
+        return self.resolved[identity]
 
     def resolve(
         self, userid: int | None, username: str | None, bank: str | None
@@ -210,16 +213,14 @@ def _charges_by_period(
     """The totals' charges by association and period (those `wanted`, if given), each list in
     the totals' order for math.fsum."""
     per_assoc: dict[AssocKey, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
-    resolve = resolver.resolve_cached
-    # Each identity resolved once, by a lookup in the loop: a site's totals repeat each
-    # identity per period (an as-of read goes through tens of thousands).
-    keys: dict[tuple[int | None, str | None, str | None], AssocKey | None] = {}
+    # The resolver's cache read in the loop: a site's totals repeat each identity per period
+    # (an as-of read goes through tens of thousands).
+    resolved, resolve = resolver.resolved, resolver.resolve_cached
     for userid, username, bank, period, charge in totals:
-        identity = (userid, username, bank)
         try:
-            key = keys[identity]
+            key = resolved[(userid, username, bank)]
         except KeyError:
-            key = keys[identity] = resolve(userid, username, bank)
+            key = resolve(userid, username, bank)
         if key is not None and (wanted is None or wanted(key, period)):
             per_assoc[key][period].append(charge)
     return per_assoc
