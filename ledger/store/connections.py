@@ -218,29 +218,67 @@ class Connection:
         for quoting, three times the cost at 10,000 elements (a cycle sends several)."""
         return ", ".join(f"CAST(%b AS {t})" for t in types)
 
-    def delete_rows(
+    def update_rows(
         self,
         table: str,
         columns: Sequence[str],
+        keys: Sequence[str],
         types: Sequence[str],
-        keys: Sequence[Sequence[Any]],
+        rows: Sequence[Sequence[Any]],
     ) -> None:
-        """DELETE the rows of `table` whose `columns` equal one of `keys`, in the open
-        transaction: on PostgreSQL one statement over arrays (`types`: each column's array
-        type), where executemany sends one per key (10,000 on a warm Fair Tree update);
-        SQLite runs in process, where executemany is the fast way."""
-        if not keys:
+        """UPDATE `table` SET `columns` to each row's first values WHERE `keys` equal its last
+        ones, in the open transaction (`types`: the PostgreSQL array type of each column, then
+        of each key). See _by_keys."""
+        assignments = ", ".join(f"{c} = ?" for c in columns)
+        self._by_keys(
+            f"UPDATE {table} SET {assignments}",
+            f"UPDATE {table} SET {', '.join(f'{c} = v.{c}' for c in columns)} FROM",
+            table,
+            [*columns, *keys],
+            keys,
+            types,
+            rows,
+        )
+
+    def delete_rows(
+        self,
+        table: str,
+        keys: Sequence[str],
+        types: Sequence[str],
+        rows: Sequence[Sequence[Any]],
+    ) -> None:
+        """DELETE the rows of `table` whose `keys` equal one of `rows`, in the open transaction
+        (`types`: each key's PostgreSQL array type). See _by_keys."""
+        self._by_keys(
+            f"DELETE FROM {table}", f"DELETE FROM {table} USING", table, keys, keys, types, rows
+        )
+
+    def _by_keys(
+        self,
+        sqlite_head: str,
+        postgres_head: str,
+        table: str,
+        columns: Sequence[str],
+        keys: Sequence[str],
+        types: Sequence[str],
+        rows: Sequence[Sequence[Any]],
+    ) -> None:
+        """A statement per row matched on `keys` (its values are `columns`, keys last): on
+        PostgreSQL one statement over arrays, where executemany sends one per row (a cycle
+        changes the fair-share of most associations: 10,000 statements); SQLite runs in
+        process, where executemany is the fast way."""
+        if not rows:
             return
         if self.config.is_postgres:
-            where = " AND ".join(f"{table}.{c} = v.{c}" for c in columns)
+            where = " AND ".join(f"{table}.{k} = v.{k}" for k in keys)
             self.execute(
-                f"DELETE FROM {table} USING unnest({self.array_parameters(types)}) "
+                f"{postgres_head} unnest({self.array_parameters(types)}) "
                 f"AS v ({', '.join(columns)}) WHERE {where}",
-                [list(values) for values in zip(*keys, strict=True)],
+                [list(values) for values in zip(*rows, strict=True)],
             )
             return
-        matches = " AND ".join(f"{c} = ?" for c in columns)
-        self.raw.executemany(f"DELETE FROM {table} WHERE {matches}", [tuple(k) for k in keys])
+        matches = " AND ".join(f"{k} = ?" for k in keys)
+        self.raw.executemany(f"{sqlite_head} WHERE {matches}", [tuple(r) for r in rows])
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         if not rows:

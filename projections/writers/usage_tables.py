@@ -708,24 +708,9 @@ def _update_by_association(
     conn: Connection, table: str, columns: tuple[str, ...], rows: list[tuple[Any, ...]]
 ) -> None:
     """UPDATE `table` SET `columns` to each row's first values WHERE username, bank are its
-    last two. On PostgreSQL one statement over arrays, where executemany sent one per row (a
-    cycle changes the fair-share of most associations: 10,000 statements); SQLite runs in
-    process, where executemany is the fast way."""
-    if not rows:
-        return
-    if not conn.config.is_postgres:
-        assignments = ", ".join(f"{c} = ?" for c in columns)
-        conn.executemany(f"UPDATE {table} SET {assignments} WHERE username = ? AND bank = ?", rows)
-        return
+    last two (Connection.update_rows)."""
     types = [_ARRAY_TYPES[c] for c in columns] + ["text[]", "text[]"]
-    arrays = conn.array_parameters(types)
-    names = ", ".join([*columns, "username", "bank"])
-    assignments = ", ".join(f"{c} = v.{c}" for c in columns)
-    conn.execute(
-        f"UPDATE {table} SET {assignments} FROM unnest({arrays}) AS v ({names}) "
-        f"WHERE {table}.username = v.username AND {table}.bank = v.bank",
-        [list(values) for values in zip(*rows, strict=True)],
-    )
+    conn.update_rows(table, columns, ("username", "bank"), types, rows)
 
 
 def _stored_bins(conn: Connection) -> dict[AssocKey, str]:
