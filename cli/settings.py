@@ -156,8 +156,10 @@ def list_configs(
     ctx: click.Context, as_of: AsOf | None, as_json: bool, fmt: str | None, fields: str | None
 ) -> None:
     """List config keys and values."""
-    rows = queries.configs(session(ctx).read(as_of), in_force=True)
-    click.echo(Output(as_json, fmt, fields).render(rows, CONFIG_COLUMNS, empty=NO_RESULTS))
+    output = Output(as_json, fmt, fields)
+    keys_only = output.select(CONFIG_COLUMNS) == ["key"]
+    rows = queries.configs(session(ctx).read(as_of), in_force=True, keys_only=keys_only)
+    click.echo(output.render(rows, CONFIG_COLUMNS, empty=NO_RESULTS))
 
 
 COMMANDS = [

@@ -192,18 +192,24 @@ def _factor_defaults(conn: Connection) -> dict[str, int]:
     return SLURM_FACTOR_DEFAULTS if parent_shares(conn) else FACTOR_DEFAULTS
 
 
-def configs(conn: Connection, in_force: bool = False) -> list[Row]:
+def configs(conn: Connection, in_force: bool = False, keys_only: bool = False) -> list[Row]:
     """The recorded config rows; with `in_force` (list-configs), on a Slurm site (fair-tree or
     classic) also fairledger's own keys not yet recorded, at their defaults, so the policy in
     force shows. A weighted-walk site lists what was recorded, as flux-accounting's config_table
     does (its admins' scripts and its tests compare the listing; view-config KEY still answers
-    for a default). export-db and the plugin's config carry what was recorded."""
+    for a default). export-db and the plugin's config carry what was recorded.
+
+    `keys_only` (list-configs --fields=key): sorted by key, the order flux-accounting lists them
+    in then, since SQLite answers its `SELECT key FROM config_table` from the key's unique index
+    (its t1093 compares the listing)."""
     rows = conn.query(_select(CONFIG_COLUMNS, "config_table"))
     recorded = {r["key"]: r["value"] for r in rows}
     if in_force and recorded.get(ALGORITHM_KEY, WEIGHTED_WALK) != WEIGHTED_WALK:
         rows += [{"key": k, "value": v} for k, v in CONFIG_DEFAULTS.items() if k not in recorded]
         if USAGE_MODEL_KEY not in recorded:  # follows the algorithm until set
             rows.append({"key": USAGE_MODEL_KEY, "value": usage_model_of(recorded)})
+    if keys_only:
+        return sorted(rows, key=lambda r: str(r["key"]).encode("utf-8"))  # SQLite's BINARY order
     order = list(EDITABLE_CONFIG_KEYS)
     return sorted(rows, key=lambda r: order.index(r["key"]) if r["key"] in order else 99)
 

@@ -94,6 +94,31 @@ def test_factors(ledger_store: Store) -> None:
     assert json.loads(ledger_store.run("view-factor", "bank", "--json").stdout)[0]["weight"] == 0
 
 
+def test_list_configs_of_the_key_alone_sorts_as_flux_accounting_does(ledger_store: Store) -> None:
+    """flux-accounting's `SELECT key FROM config_table` is answered from the key's index, so
+    `--fields=key` lists the keys sorted (its t1093), while whole rows keep the table's order."""
+    ledger_store.run("add-config", "key2=foo2")
+    ledger_store.run("add-config", "key1=foo1")
+    assert ledger_store.run("list-configs", "--fields=key").stdout == (
+        "key                        \n"
+        "---------------------------\n"
+        "core_weight                \n"
+        "decay_factor               \n"
+        "deny_unknown_queues        \n"
+        "gpu_weight                 \n"
+        "key1                       \n"
+        "key2                       \n"
+        "node_weight                \n"
+        "priority_decay_half_life   \n"
+        "priority_usage_reset_period\n"
+    )
+    listed = ledger_store.run("list-configs", "-o", "{key}").stdout.split()
+    assert listed[:2] == ["key", "priority_usage_reset_period"]
+    assert listed[-2:] == ["key2", "key1"]
+    fields = ledger_store.run("list-configs", "--fields=value,key").stdout.splitlines()
+    assert fields[2].split() == ["2419200", "|", "priority_usage_reset_period"]
+
+
 def test_config(ledger_store: Store) -> None:
     rows = json.loads(ledger_store.run("list-configs", "--json").stdout)
     assert rows == [
