@@ -23,7 +23,7 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlparse
 
@@ -77,6 +77,9 @@ class StoreConfig:
     password: str = ""
     dbname: str = ""
     schema: str = "public"
+    # A SQLite path as the user typed it (`path` is made absolute): flux-accounting's messages
+    # print the path they were given, and its tests grep them so.
+    typed_path: str = field(default="", compare=False)
 
     @property
     def is_postgres(self) -> bool:
@@ -94,7 +97,8 @@ class StoreConfig:
         ours = f"no ledger at {self.describe()}: run 'fairledger create-db' first"
         if self.is_postgres:
             return ours
-        return f"error opening DB: unable to open database file {self.path} ({ours})"
+        path = self.typed_path or self.path
+        return f"error opening DB: unable to open database file {path} ({ours})"
 
     def eventsourcing_env(self) -> dict[str, str]:
         if not self.is_postgres:
@@ -138,7 +142,7 @@ def parse_store_url(url: str) -> StoreConfig:
         if os.path.isdir(path):
             # SQLite would say only "unable to open database file".
             raise InvalidValue(f"invalid --db URL: {url!r} ({path} is a directory)")
-        return StoreConfig(kind="sqlite", path=os.path.abspath(path))
+        return StoreConfig(kind="sqlite", path=os.path.abspath(path), typed_path=path)
     if url.startswith(("postgresql://", "postgres://")):
         parsed = urlparse(url)
         schema = _schema_parameter(parsed.query)

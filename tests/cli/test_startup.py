@@ -145,3 +145,17 @@ def test_a_read_of_a_missing_ledger_still_says_so(tmp_path: Path) -> None:
         f"fairledger: error opening DB: unable to open database file {tmp_path / 'none.db'} "
     )
     assert not (tmp_path / "none.db").exists()
+
+
+def test_a_missing_ledger_is_named_as_typed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """flux-accounting prints the path it was given (its t1006 greps `unable to open database
+    file foo.db`); fairledger's own words after it name the file in full."""
+    monkeypatch.chdir(tmp_path)
+    result = Store("sqlite", "sqlite:///foo.db").run("update-usage", expect=1)
+    assert result.stderr == (
+        "fairledger: error opening DB: unable to open database file foo.db (no ledger at "
+        f"sqlite:///{tmp_path / 'foo.db'}: run 'fairledger create-db' first)\n"
+    )
+    assert not (tmp_path / "foo.db").exists()
