@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from cli.commands import INDEX
+from cli.flux_errors import flux_prefix
 from cli.option_prefixes import PrefixGroup
 from cli.usage_errors import ArgparseUsageError, argparse_message
 from ledger.bounds import printable, printable_lines
@@ -84,7 +85,8 @@ class LedgerGroup(PrefixGroup):
         except LedgerError as err:
             # One line, whatever the message quotes (a name with a newline or ESC in it).
             shown = printable_lines(str(err)) if err.multiline else printable(str(err))
-            click.echo(f"fairledger: {shown}", err=True)
+            prefix = flux_prefix(ctx.invoked_subcommand, err)
+            click.echo(f"fairledger: {prefix}{shown}", err=True)
             ctx.exit(1)
         except OverflowError as err:
             # A ledger written before ledger.bounds may hold a value no read model can (issue
@@ -168,13 +170,12 @@ def cli(ctx: click.Context, db: str | None, now: str | None) -> None:
     Every change is an event with who, when and why; every table is rebuilt from them.
     """
     from cli.session import Session, warn
-    from ledger.clock import parse_time_spec
 
     ctx.obj = Session(db, None, warn=warn)  # a bad --db is one line and exit 1 (LedgerGroup.invoke)
     ctx.call_on_close(ctx.obj.close)
     try:
         # A well-formed time out of bounds is OutOfRange (exit 1); a malformed one exit 2.
-        ctx.obj.set_now(parse_time_spec(now) if now else None)
+        ctx.obj.set_typed_now(now)
     except OutOfRange:
         raise
     except LedgerError as err:

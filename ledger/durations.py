@@ -15,7 +15,9 @@ def parse_duration(text: str) -> float:
     match = _FSD.match(str(text))
     if not match:
         raise InvalidValue(
-            f"invalid duration: {printable(repr(text))} (use e.g. 30s, 5m, 2h, 7d, 1w or seconds)"
+            # "invalid Flux standard duration" is flux-accounting's message (its t1093 greps it).
+            f"invalid Flux standard duration: {printable(repr(text))} "
+            "(use e.g. 30s, 5m, 2h, 7d, 1w or seconds)"
         )
     number, unit = float(match.group(1)), match.group(2) or ""
     seconds = number / 1000.0 if unit == "ms" else number * _UNIT_SECONDS[unit]

@@ -7,6 +7,15 @@ class LedgerError(Exception):
     # One line, unless the error lists its problems one a line (then printed line by line);
     # either way control characters are escaped on output (ledger.bounds.printable).
     multiline = False
+    # The exception flux-accounting raises for the same refusal, where its class does not
+    # imply it (cli.flux_errors): fairshare-emulate's missing input is a FileNotFoundError;
+    # "" for none (an error of the invocation's --db, --now or settings, not of the command).
+    exception_name: str | None = None
+
+    def __init__(self, *args: object, exception_name: str | None = None) -> None:
+        super().__init__(*args)
+        if exception_name is not None:
+            self.exception_name = exception_name
 
 
 class NotFound(LedgerError):

@@ -763,14 +763,20 @@ class Site(Aggregate):
         if key != key.strip() or "=" in key:
             raise InvalidValue(f"invalid config key: {bounds.printable(repr(key))}")
         if key in self.state.config:
-            raise AlreadyExists(f"key {key} already exists in config_table")
+            # SQLite's words in flux-accounting (its t1093 greps them), then the key.
+            raise AlreadyExists(
+                f"UNIQUE constraint failed: config_table.key (key {key} already exists)"
+            )
         checked = key in EDITABLE_CONFIG_KEYS  # a core key, or one of ours such as timezone
         text = normalise_config_value(key, value) if checked else _check_value(value)
         self.trigger_event(ev.ConfigChanged, key=key, old=None, new=text, **stamp.kwargs())
 
     def delete_config(self, stamp: Stamp, key: str) -> None:
         if key in CONFIG_KEYS:
-            raise InvalidValue(f"key {key} is a core config key and cannot be deleted")
+            raise InvalidValue(  # flux-accounting's words (its t1093 greps them), then why
+                "key-value pair is not allowed to be removed from config_table "
+                f"({key} is a core config key)"
+            )
         if key not in self.state.config:
             raise NotFound(f"key {bounds.printable(key)} not found in config_table")
         self.trigger_event(ev.ConfigRemoved, key=key, old=self.state.config[key], **stamp.kwargs())

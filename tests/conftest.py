@@ -112,6 +112,13 @@ class Store:
             conn.close()
 
 
+def refusal(command: str, message: str, kind: str = "ValueError") -> str:
+    """The stderr of `command` refused with `message`, for a command flux-accounting has: its
+    service's `<command>: <exception type>: ` after fairledger's own prefix, as its tests and
+    its admins' scripts grep it (IntegrityError for a duplicate, else ValueError)."""
+    return f"fairledger: {command}: {kind}: {message}\n"
+
+
 def _verified(store: Store, request: pytest.FixtureRequest) -> None:
     """Every ledger a test leaves behind passes `fairledger verify` (the hash chain, and read
     models equal to a rebuild), unless the test broke it on purpose (`@pytest.mark.tampered`)."""

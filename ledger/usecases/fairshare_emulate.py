@@ -42,13 +42,17 @@ def emulate_file(path: str, changes: Sequence[UsageChange]) -> list[EmulatedShar
         with open(path, encoding="utf-8") as handle:
             data = json.load(handle)
     except FileNotFoundError:
-        raise InvalidValue(f"input file not found: {path}") from None
+        raise InvalidValue(
+            f"input file not found: {path}", exception_name="FileNotFoundError"
+        ) from None
     except IsADirectoryError:
         raise InvalidValue(f"input file is a directory: {path}") from None
     except UnicodeDecodeError as err:
         raise InvalidValue(f"input file {path} is not UTF-8: {err.reason}") from None
     except json.JSONDecodeError as err:
-        raise InvalidValue(f"invalid JSON in input file: {err}") from None
+        raise InvalidValue(
+            f"invalid JSON in input file: {err}", exception_name="JSONDecodeError"
+        ) from None
     except OSError as err:
         raise InvalidValue(f"cannot read input file {path}: {err.strerror}") from None
     return _emulated(tree_from_export(data), changes)

@@ -6,7 +6,8 @@ from __future__ import annotations
 import gc
 import getpass
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, tzinfo
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -18,7 +19,7 @@ from ledger.clock import (
     parse_time_spec,
     zone_named,
 )
-from ledger.errors import LedgerMissing
+from ledger.errors import LedgerError, LedgerMissing
 from ledger.state import WEIGHTED_WALK
 from ledger.store.connections import (
     DEFAULT_URL,
@@ -63,6 +64,19 @@ def default_actor() -> str:
         return f"uid:{os.getuid()}"
 
 
+@contextmanager
+def _the_invocations_own() -> Iterator[None]:
+    """Errors of what the whole invocation names (--db, --now, the FAIRLEDGER_* settings), not
+    of a command's arguments or rules: flux-accounting has no counterpart, so they carry no
+    exception type of its (ledger.errors.LedgerError.exception_name)."""
+    try:
+        yield
+    except LedgerError as err:
+        if err.exception_name is None:
+            err.exception_name = ""
+        raise
+
+
 def _ignore(message: str) -> None:
     """Where a session's notes go when its caller wants none."""
 
@@ -75,16 +89,19 @@ class Session:
         self, db_url: str | StoreConfig | None, now: str | None, warn: Warn = _ignore
     ) -> None:
         # A StoreConfig: a store derived from another (the demo's Slurm ledger beside its own).
-        self.store: StoreConfig = (
-            db_url if isinstance(db_url, StoreConfig) else parse_store_url(db_url or DEFAULT_URL)
-        )
+        with _the_invocations_own():
+            self.store: StoreConfig = (
+                db_url
+                if isinstance(db_url, StoreConfig)
+                else parse_store_url(db_url or DEFAULT_URL)
+            )
         self.warn = warn
         collect_less()
         self._ledger: Ledger | None = None
         self._conn: Connection | None = None
         self._now: float | None = None
         self._requested_now: TimeSpec | None = None  # a wall-clock --now, until the zone is known
-        self.set_now(parse_time_spec(now) if now else None)
+        self.set_typed_now(now)
         # On PostgreSQL the recorded actor is the session's role (ledger/store/roles.py): only a
         # given --actor is kept, as who it acted for.
         self.actor = "" if self.store.is_postgres else default_actor()
@@ -92,32 +109,37 @@ class Session:
     @property
     def ledger(self) -> Ledger:
         if self._ledger is None:
-            from ledger.store.application import Ledger
-            from projections.writers import runner
-
-            # On SQLite opened before our connection exists: connecting would create a missing
-            # file, with the umask's mode instead of create-db's 0600. On PostgreSQL the ledger
-            # (and the library under it) uses this command's one connection from the start.
-            conn = self.conn if self.store.is_postgres else None
-            ledger = Ledger.open(self.store, now=self._now, actor=self.actor, conn=conn)
-            ledger.write_through(self.conn)
-            if self._requested_now is not None:
-                try:
-                    self._now = check_requested_now(self._requested_now, _site_zone(ledger))
-                except BaseException:
-                    ledger.close()
-                    raise
-                self._requested_now = None
-                ledger.requested_now = self._now
-            runner.attach(ledger)
-            runner.prepare(self.conn, ledger)
-            self._ledger = ledger
+            with _the_invocations_own():
+                self._ledger = self._open()
         return self._ledger
+
+    def _open(self) -> Ledger:
+        from ledger.store.application import Ledger
+        from projections.writers import runner
+
+        # On SQLite opened before our connection exists: connecting would create a missing
+        # file, with the umask's mode instead of create-db's 0600. On PostgreSQL the ledger
+        # (and the library under it) uses this command's one connection from the start.
+        conn = self.conn if self.store.is_postgres else None
+        ledger = Ledger.open(self.store, now=self._now, actor=self.actor, conn=conn)
+        ledger.write_through(self.conn)
+        if self._requested_now is not None:
+            try:
+                self._now = check_requested_now(self._requested_now, _site_zone(ledger))
+            except BaseException:
+                ledger.close()
+                raise
+            self._requested_now = None
+            ledger.requested_now = self._now
+        runner.attach(ledger)
+        runner.prepare(self.conn, ledger)
+        return ledger
 
     @property
     def conn(self) -> Connection:
         if self._conn is None:
-            self._conn = Connection(self.store)
+            with _the_invocations_own():
+                self._conn = Connection(self.store)
         return self._conn
 
     def describe_store(self) -> str:
@@ -132,9 +154,15 @@ class Session:
             try:
                 self.ledger  # noqa: B018 (opening it resolves the --now)
             except LedgerMissing:
-                self._now = check_requested_now(self._requested_now, UTC)
+                with _the_invocations_own():
+                    self._now = check_requested_now(self._requested_now, UTC)
                 self._requested_now = None
         return self._now
+
+    def set_typed_now(self, text: str | None) -> None:
+        """`--now` as typed (None: the real clock)."""
+        with _the_invocations_own():
+            self.set_now(parse_time_spec(text) if text else None)
 
     def set_now(self, now: float | TimeSpec | None) -> None:
         """Move this session's clock (the demo and imports replay time forward). A time that
@@ -145,11 +173,14 @@ class Session:
             if now.needs_zone:
                 self._requested_now, now = now, None
             else:
-                now = check_requested_now(now, UTC)
+                with _the_invocations_own():
+                    now = check_requested_now(now, UTC)
         self._now = now
         if self._ledger is not None:
             if self._requested_now is not None:
-                self._now = check_requested_now(self._requested_now, _site_zone(self._ledger))
+                with _the_invocations_own():
+                    zone = _site_zone(self._ledger)
+                    self._now = check_requested_now(self._requested_now, zone)
                 self._requested_now = None
             self._ledger.requested_now = self._now
 

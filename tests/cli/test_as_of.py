@@ -106,7 +106,7 @@ def test_other_read_commands_take_as_of(ledger_store: Store) -> None:
 def test_as_of_before_the_ledger_is_an_error(ledger_store: Store) -> None:
     result = ledger_store.run("list-users", "--as-of", str(T0 - 10), expect=1)
     assert result.stderr == (
-        "fairledger: no ledger at 2023-11-14T22:13:10+00:00: the ledger "
+        "fairledger: list-users: ValueError: no ledger at 2023-11-14T22:13:10+00:00: the ledger "
         "was created at 2023-11-14T22:13:20+00:00\n"
     )
     ledger_store.run("list-users", "--as-of", "yesterday-ish", expect=2)

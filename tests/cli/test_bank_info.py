@@ -11,7 +11,7 @@ import pytest
 from ledger.usecases import bank_info as bank_info_usecase
 from tests.cli.sites import flux_account_ledger
 from tests.cli.test_fairshare_vectors import UPDATE_AT, build
-from tests.conftest import Store, create_ledger
+from tests.conftest import Store, create_ledger, refusal
 
 SMALL_NO_TIE_TREE = """\
 Name                     Shares  Norm Shares   Norm Usage   Level FS
@@ -114,9 +114,9 @@ def test_inactive_rows_are_shown_and_counted(store: Store) -> None:
 @pytest.mark.parametrize(
     ("args", "code", "message"),
     [
-        (["-t", "foo"], 1, 'fairledger: Could not find "foo"\n'),
-        (["-u", "nobody"], 1, 'fairledger: Could not find "nobody"\n'),
-        (["-u", "A"], 1, 'fairledger: Could not find "A"\n'),  # a bank is not a user
+        (["-t", "foo"], 1, refusal("bank-info", 'Could not find "foo"')),
+        (["-u", "nobody"], 1, refusal("bank-info", 'Could not find "nobody"')),
+        (["-u", "A"], 1, refusal("bank-info", 'Could not find "A"')),  # a bank is not a user
         (["-t"], 2, "fairledger bank-info: error: argument -t/--tree: expected one argument\n"),
         (["-t", "A", "-r", "B"], 2, "argument -r/--to-root: not allowed with argument -t/--tree"),
     ],
@@ -132,7 +132,7 @@ def test_errors(store: Store, args: list[str], code: int, message: str) -> None:
 def test_no_root_bank(store: Store) -> None:
     create_ledger(store)
     result = store.run("bank-info", "-t", "root", expect=1)
-    assert result.stderr == "fairledger: No root bank found in bank_table\n"
+    assert result.stderr == refusal("bank-info", "No root bank found in bank_table")
 
 
 def test_as_of(store: Store) -> None:

@@ -6,7 +6,7 @@ import json
 import re
 
 from tests.cli.sites import build_flux_account_site, build_weighted_tree_site
-from tests.conftest import DATA, Store
+from tests.conftest import DATA, Store, refusal
 
 
 def golden(*parts: str) -> str:
@@ -85,7 +85,8 @@ def test_list_banks_formats(ledger_store: Store) -> None:
     ]
     bad = ledger_store.run("list-banks", "--fields", "bank,nope", expect=1)
     assert (
-        bad.stderr.strip() == "fairledger: invalid fields: nope (available: bank_id, bank, "
+        bad.stderr.strip() == "fairledger: list-banks: ValueError: invalid fields: nope "
+        "(available: bank_id, bank, "
         "active, parent_bank, shares, job_usage, priority, ignore_older_than)"
     )
     bad = ledger_store.run("list-banks", "-o", "{nope}", expect=1)
@@ -128,8 +129,8 @@ def test_edit_bank_moves_and_refuses_in_one_line(ledger_store: Store) -> None:
     assert (row["parent_bank"], row["shares"]) == ("root", 5)
     before = ledger_store.log_position()
     result = ledger_store.run("edit-bank", "D", "--parent-bank", "E", expect=1)
-    assert (
-        result.stderr == "fairledger: moving bank D under E would make a cycle in the bank tree\n"
+    assert result.stderr == refusal(
+        "edit-bank", "moving bank D under E would make a cycle in the bank tree"
     )
     assert result.stdout == ""
     assert ledger_store.log_position() == before
@@ -146,7 +147,8 @@ def test_bank_refusals_are_one_line_and_write_nothing(ledger_store: Store) -> No
     }
     for args, message in cases.items():
         result = ledger_store.run(*args, expect=1)
-        assert result.stderr == f"fairledger: {message}\n", args
+        kind = "IntegrityError" if "already exists" in message else "ValueError"
+        assert result.stderr == refusal(args[0], message, kind), args
         assert result.stdout == ""
     assert ledger_store.log_position() == before
 

@@ -11,7 +11,7 @@ import pytest
 
 from tests.cli.sites import read_weighted_tree
 from tests.cli.test_fairshare_vectors import UPDATE_AT, build
-from tests.conftest import DATA, Store
+from tests.conftest import DATA, Store, refusal
 
 
 def export_tree(name: str) -> dict[str, Any]:
@@ -148,12 +148,20 @@ def test_as_of_the_ledger(store: Store) -> None:
 @pytest.mark.parametrize(
     ("args", "code", "message"),
     [
-        (["-i", "nope.json"], 1, "fairledger: input file not found: nope.json\n"),
-        (["-i", "."], 1, "fairledger: input file is a directory: .\n"),
+        (
+            ["-i", "nope.json"],
+            1,
+            refusal("fairshare-emulate", "input file not found: nope.json", "FileNotFoundError"),
+        ),
+        (["-i", "."], 1, refusal("fairshare-emulate", "input file is a directory: .")),
         (["--set-usage", "nobody", "A", "1"], 1, "no association (nobody, A) in the tree"),
         (["--set-usage", "leaf.1.1", "account1", "x"], 2, "'x' is not a number"),
         (["--add-usage", "leaf.1.1", "account1", "-1000"], 1, "would be -900"),
-        (["-o", "{username},{nope}"], 1, "fairledger: Invalid format string key: 'nope'\n"),
+        (
+            ["-o", "{username},{nope}"],
+            1,
+            refusal("fairshare-emulate", "Invalid format string key: 'nope'"),
+        ),
         (["-o", "{fairshare:d}"], 1, "invalid format string '{fairshare:d}'"),
         (["-i", "x.json", "--as-of", "1d"], 2, "cannot be combined with -i/--input"),
     ],

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from tests.cli.sites import read_weighted_tree, weighted_tree_ledger
-from tests.conftest import DATA, T0, Store
+from tests.conftest import DATA, T0, Store, refusal
 from tests.templates import built
 
 JOB_END = T0 + 5000  # inside the ledger's first period (half-life 1w from T0)
@@ -119,7 +119,7 @@ def test_minimal_tree_has_no_users(store: Store) -> None:
     build(store, "minimal")
     # flux-accounting's answer to an empty list: its error, on stderr, exit 1.
     empty = store.run("list-users", "--json", now=UPDATE_AT, expect=1)
-    assert (empty.stdout, empty.stderr) == ("", "fairledger: no results found in query\n")
+    assert (empty.stdout, empty.stderr) == ("", refusal("list-users", "no results found in query"))
 
 
 def test_update_fshare_pre_and_post(store: Store) -> None:

@@ -55,7 +55,7 @@ def test_pop_db_names_a_table_that_does_not_exist(store: Store, tmp_path: Path) 
     result = store.run("pop-db", "-c", str(bad), expect=1)
     assert result.stdout == ""
     assert result.stderr.startswith(
-        'fairledger: pop-db: table "foo" does not exist in the database'
+        'fairledger: pop-db: ValueError: pop-db: table "foo" does not exist in the database'
     )
     assert len(result.stderr.splitlines()) == 1
     assert store.log_position() == before

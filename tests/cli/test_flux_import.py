@@ -549,7 +549,7 @@ def test_pop_db_refuses_bad_rows_and_writes_nothing(ledger_store: Store, tmp_pat
         expect=1,
     )
     assert result.stderr.splitlines() == [
-        "fairledger: pop-db: 3 row(s) refused; nothing written:",
+        "fairledger: pop-db: ValueError: pop-db: 3 row(s) refused; nothing written:",
         "  bank_table.csv line 3: invalid shares: -3 (shares must be >= 0)",
         "  association_table.csv line 2: Bank A does not exist in bank_table",
         "  association_table.csv line 3: Bank nowhere does not exist in bank_table",

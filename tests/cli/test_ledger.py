@@ -64,7 +64,7 @@ def test_create_db_options_and_refusals(store: Store) -> None:
 
 def test_create_db_bad_values(store: Store) -> None:
     result = store.run("create-db", "--priority-decay-half-life", "3x", expect=2)
-    assert "invalid duration: '3x'" in result.stderr
+    assert "invalid Flux standard duration: '3x'" in result.stderr
     assert (
         store.run("create-db", "--decay-factor", "1.5", expect=1).stderr
         == "fairledger: invalid decay factor: 1.5 (must be 0 < F < 1)\n"

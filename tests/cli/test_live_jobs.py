@@ -9,7 +9,7 @@ import pytest
 
 from cli import live_jobs
 from ledger.flux_accounting.transport import FluxUnavailable, LiveJobQuery
-from tests.conftest import T0, Store, create_ledger
+from tests.conftest import T0, Store, create_ledger, refusal
 from tests.templates import built
 
 
@@ -111,7 +111,7 @@ def test_format_and_verbose(store: Store, job_list: FakeJobList) -> None:
 @pytest.mark.parametrize(
     ("args", "code", "message"),
     [
-        (["nobody"], 1, "fairledger: could not find entry for nobody in association_table\n"),
+        (["nobody"], 1, refusal("jobs", "could not find entry for nobody in association_table")),
         (["user1", "--bank", "C"], 1, "could not find entry for user1 in association_table"),
         (["user1", "-o", "{NOPE}"], 1, "Invalid column name in format string: NOPE. Available"),
         (["user1", "-j", "zz"], 2, "invalid job ID 'zz'"),

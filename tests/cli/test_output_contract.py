@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from cli.main import cli
 from tests.cli.test_usage import charged, ingest, period, usage_store  # noqa: F401 (fixture)
-from tests.conftest import Store
+from tests.conftest import Store, refusal
 
 UNSET = getattr(click.core, "UNSET", None)  # click >= 8.3 marks "no default" with a sentinel
 TREE_HEADER = "Bank".ljust(20) + "".join(
@@ -190,48 +190,48 @@ def test_view_bank_format_string(ledger_store: Store) -> None:
 def test_refusals_in_flux_accountings_words(ledger_store: Store) -> None:
     ledger_store.run("add-bank", "root", "1")
     empty = ledger_store.run("list-queues", expect=1)  # no queue yet
-    assert (empty.stdout, empty.stderr) == ("", "fairledger: no results found in query\n")
+    assert (empty.stdout, empty.stderr) == ("", refusal("list-queues", "no results found in query"))
     ledger_store.run("add-queue", "batch")
     ledger_store.run("add-user", "-u", "amy", "-i", "5001", "-B", "root")
     before = ledger_store.log_position()
     for args, code, message in (
-        (("view-bank", "foo"), 1, "fairledger: bank foo not found in bank_table\n"),
-        (("view-user", "bob"), 1, "fairledger: user bob not found in association_table\n"),
-        (("view-queue", "q"), 1, "fairledger: queue q not found in queue_table\n"),
-        (("view-project", "p"), 1, "fairledger: project p not found in project_table\n"),
-        (("list-users", "-B", "nope"), 1, "fairledger: no results found in query\n"),
+        (("view-bank", "foo"), 1, "bank foo not found in bank_table"),
+        (("view-user", "bob"), 1, "user bob not found in association_table"),
+        (("view-queue", "q"), 1, "queue q not found in queue_table"),
+        (("view-project", "p"), 1, "project p not found in project_table"),
+        (("list-users", "-B", "nope"), 1, "no results found in query"),
         (
             ("view-bank", "root", "--tree", "--fields=bank_id"),
             1,
-            "fairledger: --tree option does not support custom formatting\n",
+            "--tree option does not support custom formatting",
         ),
         (
             ("view-bank", "root", "-P"),
             1,
-            "fairledger: -P/--parsable can only be passed with -t/--tree\n",
+            "-P/--parsable can only be passed with -t/--tree",
         ),
         (
             ("edit-user", "amy", "-q", "batch", "--add-queue", "batch"),
             1,
-            "fairledger: cannot specify --queues with --add-queue or --delete-queue; use either "
-            "full replacement (--queues) or incremental operations (--add-queue/--delete-queue)\n",
+            "cannot specify --queues with --add-queue or --delete-queue; use either "
+            "full replacement (--queues) or incremental operations (--add-queue/--delete-queue)",
         ),
         (
             ("edit-user", "amy", "--add-queue", "batch", "--delete-queue", "batch"),
             1,
-            "fairledger: cannot pass queue to both --add-queue and --delete-queue: batch\n",
+            "cannot pass queue to both --add-queue and --delete-queue: batch",
         ),
         (
             ("view-user", "amy", "--fields", "nope"),
             1,
-            "fairledger: invalid fields: nope (available: creation_time, mod_time, active, "
+            "invalid fields: nope (available: creation_time, mod_time, active, "
             "username, userid, bank, default_bank, shares, job_usage, fairshare, "
             "max_running_jobs, max_active_jobs, max_nodes, max_cores, queues, projects, "
-            "default_project, max_sched_jobs)\n",
+            "default_project, max_sched_jobs)",
         ),
     ):
         result = ledger_store.run(*args, expect=code)
-        assert (result.stdout, result.stderr) == ("", message), args
+        assert (result.stdout, result.stderr) == ("", refusal(args[0], message)), args
     # argparse's mutual exclusion (usage error, exit 2), as t1011 greps for it.
     result = ledger_store.run("view-user", "--fields=username", "-J", "amy", expect=2)
     assert result.stdout == ""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from tests.conftest import Store
+from tests.conftest import Store, refusal
 
 
 def test_queues(ledger_store: Store) -> None:
@@ -41,13 +41,11 @@ def test_queues(ledger_store: Store) -> None:
         "standby"
     ]
     before = ledger_store.log_position()
-    assert (
-        ledger_store.run("add-queue", "standby", expect=1).stderr
-        == "fairledger: queue standby already exists in queue_table\n"
+    assert ledger_store.run("add-queue", "standby", expect=1).stderr == refusal(
+        "add-queue", "queue standby already exists in queue_table", "IntegrityError"
     )
-    assert (
-        ledger_store.run("edit-queue", "nope", "-P", "1", expect=1).stderr
-        == "fairledger: queue nope not found in queue_table\n"
+    assert ledger_store.run("edit-queue", "nope", "-P", "1", expect=1).stderr == refusal(
+        "edit-queue", "queue nope not found in queue_table"
     )
     ledger_store.run("add-queue", "x", "--max-nodes", "many", expect=2)
     assert ledger_store.log_position() == before
@@ -61,13 +59,11 @@ def test_projects(ledger_store: Store) -> None:
     assert json.loads(ledger_store.run("view-project", "climate").stdout) == [
         {"project_id": 2, "project": "climate", "usage": 0.0}
     ]
-    assert (
-        ledger_store.run("add-project", "climate", expect=1).stderr
-        == "fairledger: project climate already exists in project_table\n"
+    assert ledger_store.run("add-project", "climate", expect=1).stderr == refusal(
+        "add-project", "project climate already exists in project_table", "IntegrityError"
     )
-    assert (
-        ledger_store.run("delete-project", "*", expect=1).stderr
-        == "fairledger: project * cannot be deleted: every association may use it\n"
+    assert ledger_store.run("delete-project", "*", expect=1).stderr == refusal(
+        "delete-project", "project * cannot be deleted: every association may use it"
     )
     ledger_store.run("delete-project", "climate")
     ledger_store.run("view-project", "climate", expect=1)
@@ -84,10 +80,12 @@ def test_factors(ledger_store: Store) -> None:
     assert json.loads(ledger_store.run("view-factor", "bank", "--json").stdout) == [
         {"factor": "bank", "weight": 50}
     ]
-    assert (
-        ledger_store.run("edit-factor", "--factor", "age", "--weight", "1", expect=1).stderr
-        == "fairledger: factor age not found in priority_factor_weight_table; available factors"
-        " are fairshare,queue,bank,urgency\n"
+    assert ledger_store.run(
+        "edit-factor", "--factor", "age", "--weight", "1", expect=1
+    ).stderr == refusal(
+        "edit-factor",
+        "factor age not found in priority_factor_weight_table; available factors are "
+        "fairshare,queue,bank,urgency",
     )
     ledger_store.run("edit-factor", "--factor", "bank", "--weight", "x", expect=2)
     ledger_store.run("reset-factors")
@@ -155,7 +153,7 @@ def test_config(ledger_store: Store) -> None:
         ("add-config", "bad=format=foo"): 'key-value string must contain exactly one "=": '
         "'bad=format=foo'",
     }.items():
-        assert ledger_store.run(*args, expect=1).stderr == f"fairledger: {message}\n", args
+        assert ledger_store.run(*args, expect=1).stderr == refusal(args[0], message), args
     assert ledger_store.log_position() == before
     assert json.loads(ledger_store.run("view-config", "core_weight", "--json").stdout) == [
         {"key": "core_weight", "value": "2.0"}

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tests.conftest import T0, Store, create_ledger
+from tests.conftest import T0, Store, create_ledger, refusal
 
 JOB_END = T0 + 5000
 CHART_AT = T0 + 6000
@@ -87,7 +87,7 @@ def test_as_of_before_the_usage(store: Store) -> None:
             "(choose from 'associations', 'banks')\n",
         ),
         (["banks", "-n", "x"], 2, "error: argument -n/--limit: invalid int value: 'x'\n"),
-        (["banks", "-n", "-1"], 1, "fairledger: --limit must be 0 or more, got -1\n"),
+        (["banks", "-n", "-1"], 1, refusal("show-usage", "--limit must be 0 or more, got -1")),
     ],
 )
 def test_bad_arguments(store: Store, args: list[str], code: int, message: str) -> None:

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from tests.cli.test_usage import charged, ingest, period, update, usage, usage_store
-from tests.conftest import DATA, T0, Store, create_ledger
+from tests.conftest import DATA, T0, Store, create_ledger, refusal
 
 __all__ = ["usage_store"]  # the fixture, imported for pytest
 
@@ -248,8 +248,23 @@ def test_add_and_delete_config(ledger_store: Store) -> None:
     row = one(ledger_store.run("view-config", "site_name", "--json").stdout)
     assert row == {"key": "site_name", "value": "big lab"}
     later = T0 + 3
-    assert "already exists" in refused(ledger_store, "add-config", "site_name=x", now=later)
-    assert "decay_factor" in refused(ledger_store, "delete-config", "decay_factor", now=later)
+    # flux-accounting's words and exception types, as its t1093 greps them.
+    assert refused(ledger_store, "add-config", "site_name=x", now=later) == refusal(
+        "add-config",
+        "UNIQUE constraint failed: config_table.key (key site_name already exists)",
+        "IntegrityError",
+    )
+    assert refused(ledger_store, "delete-config", "decay_factor", now=later) == refusal(
+        "delete-config",
+        "key-value pair is not allowed to be removed from config_table "
+        "(decay_factor is a core config key)",
+    )
+    assert refused(
+        ledger_store, "edit-config", "priority_usage_reset_period=foo", now=later
+    ) == refusal(
+        "edit-config",
+        "invalid Flux standard duration: 'foo' (use e.g. 30s, 5m, 2h, 7d, 1w or seconds)",
+    )
     assert "nope" in refused(ledger_store, "delete-config", "nope", now=later)
     for bad in ("novalue", "a=b=c"):
         assert bad in refused(ledger_store, "add-config", bad, now=later)

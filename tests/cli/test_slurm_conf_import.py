@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import DATA, T0, Store
+from tests.conftest import DATA, T0, Store, refusal
 
 SLURM = DATA / "slurm"
 CONF = SLURM / "site.conf"
@@ -265,7 +265,7 @@ def test_a_conf_refused_after_the_tree_refuses_the_dump_too(
     )
     assert ledger_store.log_position() == position
     assert ledger_store.run("list-banks", expect=1).stderr == (
-        "fairledger: no results found in query\n"
+        refusal("list-banks", "no results found in query")
     )
 
 

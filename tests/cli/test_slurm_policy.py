@@ -8,7 +8,7 @@ import json
 import pytest
 
 from tests.builders import job_line
-from tests.conftest import T0, Store
+from tests.conftest import T0, Store, refusal
 
 
 def config_values(store: Store, *extra: str) -> dict[str, str]:
@@ -114,7 +114,10 @@ def test_policy_refusals_write_nothing(ledger_store: Store) -> None:
             "priority_weight_tres=CPU=abc",
             "invalid priority_weight_tres: invalid TRES weight 'CPU=abc' in 'CPU=abc'",
         ),
-        ("priority_max_age=7x", "invalid duration: '7x' (use e.g. 30s, 5m, 2h, 7d, 1w or seconds)"),
+        (
+            "priority_max_age=7x",
+            "invalid Flux standard duration: '7x' (use e.g. 30s, 5m, 2h, 7d, 1w or seconds)",
+        ),
         ("priority_favor_small=maybe", "invalid priority_favor_small: 'maybe' (must be YES or NO)"),
         ("cluster_cpus=-4", "invalid cluster_cpus: '-4' (must be a whole number >= 0)"),
         (
@@ -124,7 +127,7 @@ def test_policy_refusals_write_nothing(ledger_store: Store) -> None:
         ),
     ]:
         result = ledger_store.run("edit-config", "core_weight=2", pair, expect=1)
-        assert result.stderr == f"fairledger: {message}\n"
+        assert result.stderr == refusal("edit-config", message)
     assert ledger_store.log_position() == position
 
 
@@ -192,9 +195,8 @@ def test_a_queue_prices_jobs_with_the_weights_in_force_when_they_are_recorded(
 def test_bad_billing_input_is_one_line_and_writes_nothing(ledger_store: Store) -> None:
     position = ledger_store.log_position()
     result = ledger_store.run("add-queue", "gpu", "--billing-weights", "CPU=1,Mem=2X", expect=1)
-    assert result.stderr == (
-        "fairledger: TRESBillingWeights: bad weight 'Mem=2X': unit 'X' is not one of K, M, G, "
-        "T, P\n"
+    assert result.stderr == refusal(
+        "add-queue", "TRESBillingWeights: bad weight 'Mem=2X': unit 'X' is not one of K, M, G, T, P"
     )
     ledger_store.run("add-bank", "root", "1")
     ledger_store.run("add-user", "-u", "amy", "-B", "root")
@@ -284,16 +286,19 @@ def test_parent_is_a_share_value_but_not_the_roots(store: Store) -> None:
     for the root bank, which has no parent to take shares from, with nothing written."""
     store.run("create-db", "--fairshare-algorithm", "fair-tree")
     message = (
-        "fairledger: invalid shares for the root bank root: 2147483647 is Fairshare=parent, and "
-        "the root has no parent to take its shares from\n"
+        "invalid shares for the root bank root: 2147483647 is Fairshare=parent, and "
+        "the root has no parent to take its shares from"
     )
     for shares in ("parent", "2147483647"):
         position = store.log_position()
-        assert store.run("add-bank", "root", shares, expect=1).stderr == message
+        assert store.run("add-bank", "root", shares, expect=1).stderr == refusal(
+            "add-bank", message
+        )
         assert store.log_position() == position
     store.run("add-bank", "root", "1")
     position = store.log_position()
-    assert store.run("edit-bank", "root", "--shares", "parent", expect=1).stderr == message
+    refused = store.run("edit-bank", "root", "--shares", "parent", expect=1).stderr
+    assert refused == refusal("edit-bank", message)
     assert store.log_position() == position
     store.run("add-bank", "physics", "PARENT", "--parent-bank", "root")
     store.run("add-user", "-u", "ann", "-B", "physics", "--shares", "parent")

@@ -445,4 +445,4 @@ def test_view_usage_report_totals(usage_store: Store, tmp_path: Path) -> None:
     bad = usage_store.run(
         "view-usage-report", "-s", str(T0 + 200), "-e", str(T0 + 100), now=now, expect=1
     )
-    assert bad.stderr.startswith("fairledger: invalid range: end ")
+    assert bad.stderr.startswith("fairledger: view-usage-report: ValueError: invalid range: end ")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from tests.conftest import Store
+from tests.conftest import Store, refusal
 
 
 def site(store: Store) -> None:
@@ -115,7 +115,8 @@ def test_add_and_edit_user_refusals_write_nothing(ledger_store: Store) -> None:
     }
     for args, message in cases.items():
         result = ledger_store.run(*args, expect=1)
-        assert result.stderr == f"fairledger: {message}\n", args
+        kind = "IntegrityError" if "already active" in message else "ValueError"
+        assert result.stderr == refusal(args[0], message, kind), args
         assert result.stdout == ""
     assert (
         ledger_store.run("edit-user", "bob", "--max-nodes", "lots", expect=2).stderr.count(
@@ -169,8 +170,7 @@ def test_list_users_filters_and_view_user(ledger_store: Store) -> None:
     ]
     out = ledger_store.run("view-user", "bob", "-o", "{username}:{bank}:{queues}").stdout
     assert out == "username:bank:queues\nbob:chemistry:debug\n"
-    assert (
-        ledger_store.run("view-user", "nobody", expect=1).stderr
-        == "fairledger: user nobody not found in association_table\n"
+    assert ledger_store.run("view-user", "nobody", expect=1).stderr == refusal(
+        "view-user", "user nobody not found in association_table"
     )
     ledger_store.run("list-users", "--shares", "x", expect=2)

@@ -17,10 +17,6 @@ def _steps(script: str, numbers: range | list[int], why: str) -> dict[tuple[str,
 
 _JOBS = "checks job records or usage of jobs submitted and fetched through Flux"
 _TABLES = "checks values an earlier step wrote straight into flux-accounting's tables"
-_PREFIX = (
-    "greps the exception type flux-accounting's CLI prints (`cmd: ValueError: ...`); "
-    "fairledger's error lines start with `fairledger: ` (docs/semantics.md, Output contract)"
-)
 
 AFTER_FLUX: dict[tuple[str, int], str] = {
     **_steps("t1011-job-archive-interface", [19, 23, 24, 27], _JOBS),
@@ -52,21 +48,6 @@ DELIBERATE: dict[tuple[str, int], str] = {
     **_steps("t1072-sync-uids", [7, 8, 10, 11, 12], _TABLES + " (job_usage_factor_table)"),
     **_steps("t1075-custom-usage-reporting", [8, 9, 10, *range(12, 29)], _TABLES + " (jobs)"),
     **_steps("t1089-update-fshare-large-usage", [8], _TABLES),
-    **_steps("t1061-flux-account-edit-all-users", [8], _PREFIX),
-    **_steps("t1081-view-job-records-jobid-formats", [10], _PREFIX),
-    **_steps("t1093-config-table-commands", [6, 11, 13], _PREFIX),
-    ("t1093-config-table-commands", 10): _PREFIX + "; the text differs too: fairledger says "
-    "`invalid duration: 'foo' (...)` for `invalid Flux standard duration` (ledger/durations.py)",
-    **_steps(
-        "t1093-config-table-commands",
-        [14, 15, 16],
-        _PREFIX + "; the text differs too: `key K is a core config key and cannot be deleted` "
-        "for `key-value pair is not allowed to be removed from config_table` (ledger/site.py)",
-    ),
-    **_steps("t1096-flux-account-bank-info", [15, 20], _PREFIX),
-    **_steps("t1098-fairshare-emulate", [2], _PREFIX),
-    ("t1093-config-table-commands", 5): "greps SQLite's own `IntegrityError: UNIQUE constraint "
-    "failed: config_table.key`; fairledger says `key foo already exists in config_table`",
     **_steps(
         "t1061-flux-account-edit-all-users",
         [10, 21],

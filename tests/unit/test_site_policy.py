@@ -131,7 +131,7 @@ def test_create_db_records_an_algorithm_other_than_the_default() -> None:
         ),
         (
             [("priority_usage_reset_period", "HOURLY")],
-            "invalid duration: 'HOURLY' (use e.g. 30s, 5m, 2h, 7d, 1w or seconds)",
+            "invalid Flux standard duration: 'HOURLY' (use e.g. 30s, 5m, 2h, 7d, 1w or seconds)",
         ),
     ],
 )

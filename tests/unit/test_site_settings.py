@@ -188,7 +188,7 @@ def test_edit_config_stores_the_normal_form_and_records_only_changes() -> None:
         (
             [("priority_decay_half_life", "soon")],
             InvalidValue,
-            "invalid duration: 'soon' (use e.g. 30s, 5m, 2h, 7d, 1w or seconds)",
+            "invalid Flux standard duration: 'soon' (use e.g. 30s, 5m, 2h, 7d, 1w or seconds)",
         ),
         ([("node_weight", "-1")], InvalidValue, "invalid node_weight: -1 (must be >= 0)"),
         ([("gpu_weight", "x")], InvalidValue, "invalid gpu_weight: 'x' (must be a number)"),
