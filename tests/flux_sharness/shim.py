@@ -81,7 +81,7 @@ def _remember(db_path: str) -> None:
     state = os.environ.get(STATE_ENV)
     if state:
         with open(state, "w", encoding="utf-8") as out:
-            out.write(db_path)
+            out.write(os.path.abspath(db_path))  # a later step may run in another directory
 
 
 def _remembered() -> str | None:
@@ -144,7 +144,9 @@ def _fairledger_exit(db_path: str | None, command: list[str]) -> int:
         # No database named yet: a command that needs none (fairshare-emulate -i) still runs;
         # one that needs one says it has no ledger.
         db_path = UNNAMED_DB
-    args = ["--db", f"sqlite:///{os.path.abspath(db_path)}", *command]
+    # As typed: flux-accounting's messages name the path they were given (t1006 greps
+    # `unable to open database file foo.db`); the fork server runs in the caller's directory.
+    args = ["--db", f"sqlite:///{db_path}", *command]
     server = os.environ.get(SERVER_ENV)
     if server:
         return call(server, args)
