@@ -55,12 +55,35 @@ def all_tables() -> dict[str, str]:
     }
 
 
+# PostgreSQL: the tables whose rows every update rewrites (each association's and bank's usage
+# and fair-share, its bins, the current period's totals, the tracking positions) keep half of
+# each page free. A row's new version then fits beside the old one: a HOT update, which writes
+# no index entry and whose dead versions are pruned in place, where a full page moves the row
+# and leaves a dead one for autovacuum. Measured on the 1M-job bench ledger: the 10,000-row
+# UPDATE of association_table in a Fair Tree update took 0.20 s at the default (a 10k-row table
+# grown to 32 MB) and 0.045 s at 50. SQLite rewrites a row in place.
+HOT_UPDATED_TABLES = (
+    "association_table",
+    "bank_table",
+    "job_usage_bins",
+    "period_totals",
+    "projection_tracking",
+)
+HOT_UPDATE_FILLFACTOR = 50
+
+
 def create_tables(conn: Connection) -> None:
     """In the open transaction, under the writers' lock (concurrent CREATE ... IF NOT EXISTS
     can still collide in PostgreSQL's catalog)."""
+    storage = (
+        [f"ALTER TABLE {t} SET (fillfactor = {HOT_UPDATE_FILLFACTOR})" for t in HOT_UPDATED_TABLES]
+        if conn.config.is_postgres
+        else []
+    )
     conn.run_statements(
         [
             *all_tables().values(),
+            *storage,
             *schema.INDEXES,
             *usage_tables.INDEXES,
             *checkpoints.INDEXES,
