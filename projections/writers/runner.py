@@ -396,7 +396,10 @@ def prepare(conn: Connection, ledger: Ledger) -> None:
 
 def rebuild(ledger: Ledger, conn: Connection) -> None:
     """Drop and refold every read model in one transaction under the writers' lock: readers
-    see the old tables until it commits, and no writer projects into half-built ones."""
+    see the old tables until it commits, and no writer projects into half-built ones. Then
+    PostgreSQL's planner statistics for them: new tables have none until autovacuum analyzes
+    them, and meanwhile a cycle's reads of a million jobs were planned as scans (on the bench
+    ledger, the carried usage's query for jobs still running took 0.15 s, and 0.01 s after)."""
     with _poison_named(), conn.transaction():
         log_tables.lock(conn)
         drop_tables(conn)
@@ -404,6 +407,7 @@ def rebuild(ledger: Ledger, conn: Connection) -> None:
         _FOLDED.pop(ledger, None)
         keep = _fold(ledger, conn, [])
     keep()
+    conn.analyze(list(all_tables()))
 
 
 def tracked_position(conn: Connection) -> int:
