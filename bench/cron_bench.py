@@ -30,6 +30,9 @@ FAIR_TREE_TARGET = 0.5  # seconds: update-fshare after 10k new jobs, at 10k asso
 FAIR_TREE_COLD_TARGET = 5.0  # seconds: the first after a site event reads every job
 HOUR = 3600.0
 IDLE_RUNS = 3  # idle cycles, the fastest kept (the machine is shared)
+# Cycles after 10k new jobs each, the fastest kept and every one shown: the machine's speed
+# swings by up to half between runs (the reference loop in bench.run's caption).
+NEW_RUNS = 3
 
 Cell = tuple[str, bool | None]
 
@@ -43,7 +46,11 @@ class Runs(Protocol):
 def rows() -> list[tuple[str, str, str]]:
     """(key, label, target) of the rows `measure` fills."""
     return [
-        ("cron-new", f"cron cycle, +{NEW_JOBS:,} jobs (in process)", f"≤ {CYCLE_TARGET} s"),
+        (
+            "cron-new",
+            f"cron cycle, +{NEW_JOBS:,} jobs (in process; fastest of {NEW_RUNS})",
+            f"≤ {CYCLE_TARGET} s",
+        ),
         (
             "cron-idle",
             f"cron cycle, no new job (fastest of {IDLE_RUNS}; CLI)",
@@ -56,7 +63,8 @@ def rows() -> list[tuple[str, str, str]]:
         ),
         (
             "fair-tree",
-            f"Fair Tree site: update-fshare, +{NEW_JOBS:,} jobs (in process; CLI)",
+            f"Fair Tree site: update-fshare, +{NEW_JOBS:,} jobs (in process, fastest of "
+            f"{NEW_RUNS}; CLI)",
             f"≤ {FAIR_TREE_TARGET} s",
         ),
     ]
@@ -98,12 +106,20 @@ def _cell(inside: float, cli_wall: float, target: float) -> Cell:
     return f"{inside:.2f} s ({cli_wall:.2f} s)", inside <= target
 
 
+def _fastest(walls: list[float], target: float, cli_wall: float | None = None) -> Cell:
+    """The fastest of `walls` against `target`, every run shown beside it."""
+    runs = ", ".join(f"{w:.2f}" for w in walls)
+    shown = f"{min(walls):.2f} s (of {runs}" + (f"; CLI {cli_wall:.2f} s)" if cli_wall else ")")
+    return shown, min(walls) <= target
+
+
 def measure(cli: Runs, url: str, spec: SiteSpec, first_id: int, now: float) -> dict[str, Cell]:
     """The rows, on the ledger at `url` whose newest event is before `now`: `first_id` is the
     first job ID not used yet. Each step runs an hour of the ledger's time after the last."""
     cells: dict[str, Cell] = {}
     with tempfile.TemporaryDirectory(prefix="fairledger-cron-bench-") as folder:
-        paths = [os.path.join(folder, f"more-{n}.jsonl") for n in range(3)]
+        batches = 1 + 2 * NEW_RUNS  # a first cycle's, then each timed cycle's
+        paths = [os.path.join(folder, f"more-{n}.jsonl") for n in range(batches)]
         for n, path in enumerate(paths):
             start = now + n * HOUR
             write_jobs([path], spec, NEW_JOBS, first_id + n * NEW_JOBS, start, start + HOUR, 7 + n)
@@ -112,11 +128,13 @@ def measure(cli: Runs, url: str, spec: SiteSpec, first_id: int, now: float) -> d
         at = now + HOUR
         cli.run("cron-ingest-1", ["ingest", paths[0]], now=at)
         cli.run("cron-1", ["cron"], now=at)
-        at += HOUR
-        cli.run("cron-ingest-2", ["ingest", paths[1]], now=at)
-        inside = timed(url, at, _cycle)
+        walls = []
+        for n in range(NEW_RUNS):
+            at += HOUR
+            cli.run(f"cron-ingest-{n + 2}", ["ingest", paths[1 + n]], now=at)
+            walls.append(timed(url, at, _cycle))
         # The cycle's jobs were ingested by another process: no CLI run of the same cycle.
-        cells["cron-new"] = f"{inside:.2f} s", inside <= CYCLE_TARGET
+        cells["cron-new"] = _fastest(walls, CYCLE_TARGET)
         at += 60
         step = cli.run("cron-idle-cli", ["cron"], now=at)
         idle = []
@@ -131,12 +149,14 @@ def measure(cli: Runs, url: str, spec: SiteSpec, first_id: int, now: float) -> d
         at += 60
         cold = timed(url, at, _update_fshare, slurm=True)
         cells["fair-tree-cold"] = f"{cold:.2f} s", cold <= FAIR_TREE_COLD_TARGET
-        at += HOUR
-        cli.run("fair-tree-ingest", ["ingest", paths[2]], now=at)
-        inside = timed(url, at, _update_fshare, slurm=True)
+        walls = []
+        for n in range(NEW_RUNS):
+            at += HOUR
+            cli.run(f"fair-tree-ingest-{n + 1}", ["ingest", paths[1 + NEW_RUNS + n]], now=at)
+            walls.append(timed(url, at, _update_fshare, slurm=True))
         at += 60
         step = cli.run("fair-tree-cli", ["update-fshare"], now=at)
-        cells["fair-tree"] = _cell(inside, step.wall, FAIR_TREE_TARGET)
+        cells["fair-tree"] = _fastest(walls, FAIR_TREE_TARGET, step.wall)
     return cells
 
 
