@@ -1,6 +1,6 @@
 """Ingest's bulk writes, on both stores: job rows and keys appended in bulk (COPY on
 PostgreSQL), a jobs row already present taking the old ON CONFLICT path, and fresh planner
-statistics after a large load."""
+statistics after a large load (a rebuild is one too)."""
 
 from __future__ import annotations
 
@@ -118,3 +118,15 @@ def test_a_large_load_refreshes_postgresql_statistics(
     ledger_store.run("ingest", str(_jobs_file(tmp_path, range(5, 12))))
     for table in ("jobs", "job_keys"):
         assert _planned_rows(ledger_store.url, table) == 11
+
+
+@pytest.mark.parametrize("store", ["postgres"], indirect=True)
+def test_a_rebuild_leaves_planner_statistics(ledger_store: Store, tmp_path: Path) -> None:
+    """New tables have none until autovacuum gets to them; a rebuild's reads of every job
+    would be planned as scans meanwhile."""
+    _site(ledger_store)
+    ledger_store.run("ingest", str(_jobs_file(tmp_path, range(1, 4))))
+    assert _planned_rows(ledger_store.url, "jobs") == -1  # 3 jobs: not a large load
+    ledger_store.run("rebuild")
+    assert _planned_rows(ledger_store.url, "jobs") == 3
+    assert _planned_rows(ledger_store.url, "association_table") == 1

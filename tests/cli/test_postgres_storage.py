@@ -1,15 +1,12 @@
 """PostgreSQL storage of the read models: the tables every update rewrites keep room for a
 row's new version on its own page (projections.writers.runner.HOT_UPDATED_TABLES), from
-create-db and after a rebuild; and a rebuild leaves the planner statistics of what it wrote."""
+create-db and after a rebuild."""
 
 from __future__ import annotations
-
-import json
 
 import pytest
 
 from ledger.store.connections import Connection, parse_store_url
-from tests.builders import job_record
 from tests.conftest import Store
 
 REWRITTEN = [
@@ -47,31 +44,3 @@ def test_the_tables_each_update_rewrites_leave_half_of_each_page_free(
             assert options[table] == ["fillfactor=50"], (when, table)
         # Tables only appended to keep PostgreSQL's default (full pages).
         assert options["jobs"] is None and options["fairshare_checkpoints"] is None, when
-
-
-def _planned_rows(url: str, table: str) -> float:
-    """PostgreSQL's row estimate for `table` (-1: never analyzed)."""
-    conn = Connection(parse_store_url(url))
-    try:
-        rows = conn.rows(
-            "SELECT c.reltuples FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace "
-            "WHERE s.nspname = ? AND c.relname = ?",
-            (conn.config.schema, table),
-        )
-        return float(rows[0][0])
-    finally:
-        conn.close()
-
-
-@pytest.mark.parametrize("store", ["postgres"], indirect=True)
-def test_a_rebuild_leaves_planner_statistics(ledger_store: Store) -> None:
-    """New tables have none until autovacuum gets to them; a rebuild's reads of every job
-    would be planned as scans meanwhile."""
-    ledger_store.run("add-bank", "root", "1")
-    ledger_store.run("add-user", "-u", "alice", "-i", "5001", "-B", "root")
-    lines = "".join(json.dumps(job_record(n, user="alice")) + "\n" for n in range(1, 4))
-    ledger_store.run("ingest", "-", input=lines)
-    assert _planned_rows(ledger_store.url, "jobs") == -1  # 3 jobs: not a large load
-    ledger_store.run("rebuild")
-    assert _planned_rows(ledger_store.url, "jobs") == 3
-    assert _planned_rows(ledger_store.url, "association_table") == 1
