@@ -60,8 +60,8 @@ def all_tables() -> dict[str, str]:
 # each page free. A row's new version then fits beside the old one: a HOT update, which writes
 # no index entry and whose dead versions are pruned in place, where a full page moves the row
 # and leaves a dead one for autovacuum. Measured on the 1M-job bench ledger: the 10,000-row
-# UPDATE of association_table in a Fair Tree update took 0.20 s at the default (a 10k-row table
-# grown to 32 MB) and 0.045 s at 50. SQLite rewrites a row in place.
+# UPDATE of association_table in a Fair Tree update took 0.19-0.22 s at the default (a 10k-row
+# table grown to 32 MB) and 0.04-0.075 s at 50. SQLite rewrites a row in place.
 HOT_UPDATED_TABLES = (
     "association_table",
     "bank_table",
