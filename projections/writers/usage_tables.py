@@ -588,7 +588,10 @@ def _users_usage(
     changed = sorted(p for p in periods if first <= p <= last) if rebin else []
     if rebin and not changed:  # only periods out of the window: nothing that counts moved
         return {}
-    in_periods = f" AND period IN ({', '.join('?' * len(changed))})" if rebin else ""
+    if rebin:
+        kept = {key: json.loads(stored_bins[key]) for key in keys}
+        changed_totals = _changed_periods_totals(conn, state, names, first, last, changed)
+        return rebinned_usage(state, changed_totals, at, kept, set(changed), resolver)
     totals: list[PeriodTotal] = []
     cleared: dict[float, list[PeriodTotal]] = defaultdict(list)
     for n in range(0, len(names), USERS_PER_QUERY):
@@ -597,20 +600,44 @@ def _users_usage(
         totals += _as_totals(
             conn.rows(
                 "SELECT userid, username, bank, period, charge_units FROM period_totals "
-                f"WHERE period >= ? AND period <= ?{in_periods}{clause}",
-                [first, last, *changed, *values],
+                f"WHERE period >= ? AND period <= ?{clause}",
+                [first, last, *values],
             )
         )
-        if not rebin:
-            part = [a for name in who.usernames for a in state.associations[name].values()]
-            for cutoff, dropped in _cleared_totals(
-                conn, state, part, first, last, None, True, who
-            ).items():
-                cleared[cutoff] += dropped
-    if rebin:
-        kept = {key: json.loads(stored_bins[key]) for key in keys}
-        return rebinned_usage(state, totals, at, kept, set(changed), resolver)
+        part = [a for name in who.usernames for a in state.associations[name].values()]
+        for cutoff, dropped in _cleared_totals(
+            conn, state, part, first, last, None, True, who
+        ).items():
+            cleared[cutoff] += dropped
     return association_usage(state, totals, at, cleared, only=keys)
+
+
+def _changed_periods_totals(
+    conn: Connection,
+    state: SiteState,
+    names: list[str],
+    first: int,
+    last: int,
+    changed: list[int],
+) -> list[PeriodTotal]:
+    """The period totals of the users `names` in the periods `changed` (within first..last)."""
+    select = (
+        "SELECT userid, username, bank, period, charge_units FROM period_totals "
+        f"WHERE period >= ? AND period <= ? AND period IN ({', '.join('?' * len(changed))})"
+    )
+    if len(names) <= USERS_PER_QUERY:
+        clause, values = who_of(state, names).clause(in_totals=True)
+        return _as_totals(conn.rows(select + clause, [first, last, *changed, *values]))
+    # The rows are found through the period index however the users are asked for, so each
+    # chunk of users scanned the changed periods again: one scan, filtered here. (10,000 new
+    # jobs at 10,000 associations: 83 ms in six chunks of users, 33 ms in one scan.)
+    who = who_of(state, names)
+    usernames, userids = set(who.usernames), set(who.userids)
+    return _as_totals(
+        row
+        for row in conn.rows(select, [first, last, *changed])
+        if row[1] in usernames or (row[1] == "" and row[0] in userids)
+    )
 
 
 def write_usage(

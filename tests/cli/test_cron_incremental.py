@@ -198,6 +198,43 @@ def test_cron_cycles_give_what_a_whole_recomputation_gives(
     rebuilt_alike(store, now + 150)
 
 
+def test_more_users_than_one_query_names_give_the_same_usage(
+    store: Store,
+    twin: Store,  # noqa: F811 (the fixture)
+    tmp_path: Path,
+    monkeypatch: Any,
+) -> None:
+    """With more users with new jobs than one query names (USERS_PER_QUERY, made 1 here),
+    the incremental path reads the changed periods' totals in one scan and keeps their users'
+    rows itself: a job that names its user, and one that gives only a userid, both count."""
+    monkeypatch.setattr(usage_tables, "USERS_PER_QUERY", 1)
+    scans = store_calls(monkeypatch, usage_tables, "_changed_periods_totals")
+    _site(store)
+    _site(twin)
+    pair = Pair(store, twin, tmp_path)
+    now = period(2) + 3600
+    pair.ingest(now, job(1, end=period(2) + 600, duration=100))
+    pair.cron(now)
+    now += 3600
+    pair.ingest(
+        now,
+        job(2, end=period(2) + 2000, duration=40, userid=5002),
+        job(3, end=period(1) + 500, duration=20, user="alice", bank="chemistry"),
+        job(4, end=period(2) + 2500, duration=30, userid=None, user="alice"),
+    )
+    assert _settled(store, now) is not None  # the incremental path
+    pair.cron(now)
+    assert scans == [parse_store_url(store.url).describe()]  # the fast one, in one scan
+    users = json.loads(store.run("list-users", "--json", now=now).stdout)
+    usage = {(r["username"], r["bank"]): r["job_usage"] for r in users}
+    # Decay 0.5 a period, at period 2: alice in physics 100 + 30, in chemistry 20 / 2; bob 40.
+    assert usage == {
+        ("alice", "physics"): 130.0,
+        ("alice", "chemistry"): 10.0,
+        ("bob", "chemistry"): 40.0,
+    }
+
+
 def test_only_jobs_since_the_last_update_leave_the_mark_standing(
     ledger_store: Store, tmp_path: Path
 ) -> None:
