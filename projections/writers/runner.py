@@ -72,17 +72,34 @@ HOT_UPDATED_TABLES = (
 HOT_UPDATE_FILLFACTOR = 50
 
 
+# SQLite: the tables of many small rows keyed by their primary key alone are stored in that
+# key's b-tree (WITHOUT ROWID), not in a rowid table beside an index of the key: one b-tree
+# fewer to write. A Fair Tree update writes a checkpoint row per association (10,000 rows:
+# 49-60 ms against 63-80 ms, and a quarter less space), and every ingest upserts the totals.
+KEY_ORDERED_TABLES = (
+    "fairshare_checkpoints",
+    "period_totals",
+    "job_usage_bins",
+    "continuous_sums",
+)
+
+
 def create_tables(conn: Connection) -> None:
     """In the open transaction, under the writers' lock (concurrent CREATE ... IF NOT EXISTS
     can still collide in PostgreSQL's catalog)."""
+    postgres = conn.config.is_postgres
     storage = (
         [f"ALTER TABLE {t} SET (fillfactor = {HOT_UPDATE_FILLFACTOR})" for t in HOT_UPDATED_TABLES]
-        if conn.config.is_postgres
+        if postgres
         else []
     )
+    tables = [
+        ddl if postgres or name not in KEY_ORDERED_TABLES else f"{ddl} WITHOUT ROWID"
+        for name, ddl in all_tables().items()
+    ]
     conn.run_statements(
         [
-            *all_tables().values(),
+            *tables,
             *storage,
             *schema.INDEXES,
             *usage_tables.INDEXES,

@@ -14,15 +14,16 @@ from ledger.flux_accounting.tables import (
     QUEUE_COLUMNS,
 )
 
-# 15: on PostgreSQL the tables every update rewrites keep half of each page free
-# (projections.writers.runner.HOT_UPDATED_TABLES); 14: log_index kinds "policy" and "users"
-# for a change that moves no usage or only some users' (ledger.usage_effects; usage_scope
-# names them), and job_usage_bins without its per-row time; 13: continuous_sums and
-# continuous_mark (a Slurm site's usage carried forward); 12: a queue's Slurm partition
-# fields (priority_job_factor, ..., total_tres); 11: qos_table, an association's qos and
-# default_qos, a job's qos; 10 (on main): clear-usage's 0.5 indexed as a stored fair-share;
-# 9: a queue's billing_weights
-READ_MODEL_VERSION = 15
+# 16: on SQLite the tables of small rows keyed by their primary key are WITHOUT ROWID
+# (projections.writers.runner.KEY_ORDERED_TABLES); 15: on PostgreSQL the tables every update
+# rewrites keep half of each page free (projections.writers.runner.HOT_UPDATED_TABLES); 14:
+# log_index kinds "policy" and "users" for a change that moves no usage or only some users'
+# (ledger.usage_effects; usage_scope names them), and job_usage_bins without its per-row time;
+# 13: continuous_sums and continuous_mark (a Slurm site's usage carried forward); 12: a queue's
+# Slurm partition fields (priority_job_factor, ..., total_tres); 11: qos_table, an
+# association's qos and default_qos, a job's qos; 10 (on main): clear-usage's 0.5 indexed as a
+# stored fair-share; 9: a queue's billing_weights
+READ_MODEL_VERSION = 16
 
 TABLES: dict[str, str] = {
     "projection_tracking": """

@@ -1,6 +1,7 @@
-"""PostgreSQL storage of the read models: the tables every update rewrites keep room for a
-row's new version on its own page (projections.writers.runner.HOT_UPDATED_TABLES), from
-create-db and after a rebuild."""
+"""How each store lays out the read models, from create-db and after a rebuild. PostgreSQL: the
+tables every update rewrites keep room for a row's new version on its own page
+(projections.writers.runner.HOT_UPDATED_TABLES). SQLite: the tables of small rows keyed by
+their primary key are stored in that key's b-tree (KEY_ORDERED_TABLES)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import pytest
 from ledger.store.connections import Connection, parse_store_url
 from tests.conftest import Store
 
+KEY_ORDERED = ["fairshare_checkpoints", "period_totals", "job_usage_bins", "continuous_sums"]
 REWRITTEN = [
     "association_table",
     "bank_table",
@@ -44,3 +46,19 @@ def test_the_tables_each_update_rewrites_leave_half_of_each_page_free(
             assert options[table] == ["fillfactor=50"], (when, table)
         # Tables only appended to keep PostgreSQL's default (full pages).
         assert options["jobs"] is None and options["fairshare_checkpoints"] is None, when
+
+
+@pytest.mark.parametrize("store", ["sqlite"], indirect=True)
+def test_the_tables_of_small_keyed_rows_have_no_rowid(ledger_store: Store) -> None:
+    for when in ("create-db", "rebuild"):
+        if when == "rebuild":
+            ledger_store.run("rebuild")
+        conn = Connection(parse_store_url(ledger_store.url))
+        try:
+            created = dict(conn.rows("SELECT name, sql FROM sqlite_master WHERE type = 'table'"))
+        finally:
+            conn.close()
+        for table in KEY_ORDERED:
+            assert created[table].endswith("WITHOUT ROWID"), (when, table)
+        # The jobs' rows are large and indexed four more ways: they keep their rowid.
+        assert "WITHOUT ROWID" not in created["jobs"], when
