@@ -6,6 +6,7 @@ projections and as-of replays all share one representation.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, fields
 from operator import attrgetter
@@ -304,12 +305,17 @@ class SiteState:
         )
 
     def subtree(self, name: str) -> list[Bank]:
-        """The bank and every bank below it, parents before children."""
-        out, todo = [], [self.banks[name]]
+        """The bank and every bank below it, parents before children (breadth first, each
+        bank's children by name). The children are grouped once: asking sub_banks of each
+        bank scanned every bank per bank, 271,000 steps at 521 banks on every update."""
+        children: dict[str, list[Bank]] = {}
+        for bank in sorted(self.banks.values(), key=lambda b: b.bank):
+            children.setdefault(bank.parent_bank, []).append(bank)
+        out, todo = [], deque([self.banks[name]])
         while todo:
-            bank = todo.pop(0)
+            bank = todo.popleft()
             out.append(bank)
-            todo.extend(self.sub_banks(bank.bank))
+            todo.extend(children.get(bank.bank, []))
         return out
 
     def associations_in(self, bank: str) -> list[Association]:
