@@ -21,7 +21,7 @@ import os
 import re
 import sqlite3
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,6 +41,7 @@ DEFAULT_CONNECT_TIMEOUT = 10.0
 # Transient connection failures (a restarting server, a full connection table) are retried
 # this many times, with doubling waits, but never past the connect timeout.
 CONNECT_ATTEMPTS = 3
+STREAM_BATCH_ROWS = 10_000  # Connection.stream_rows: rows held at once, a few MB
 FIRST_BACKOFF = 0.25
 # The PostgreSQL errors worth another try: no SQLSTATE (the network), "cannot connect now",
 # "too many connections".
@@ -347,6 +348,38 @@ class Connection:
         """The rows as tuples, in the SELECT's column order: for reads of a row per association
         on every update, where building a dict per row (query) cost more than the read."""
         return list(self.execute(sql, params).fetchall())
+
+    @contextmanager
+    def stream_rows(
+        self, sql: str, params: Sequence[Any] = (), size: int = STREAM_BATCH_ROWS
+    ) -> Iterator[Iterator[tuple[Any, ...]]]:
+        """The rows as tuples, fetched `size` at a time, for a read of every job: a Slurm
+        site's whole reading goes through them all, and fetched at once 1.4 million took
+        500 MB (10 million would take several GB). PostgreSQL streams them from the server in
+        chunks (libpq's chunked rows mode). Use the connection for nothing else inside the
+        block: on leaving it, a stream not read to its end is cancelled, so that an error
+        while reading leaves the connection free for the ROLLBACK."""
+        rows = self._stream(sql, params, size)
+        try:
+            yield rows
+        finally:
+            rows.close()
+
+    def _stream(
+        self, sql: str, params: Sequence[Any], size: int
+    ) -> Generator[tuple[Any, ...], None, None]:
+        if self.config.is_postgres:
+            from psycopg import pq
+
+            # Chunks need libpq 17 (psycopg's binary wheel brings its own); an older one
+            # streams a row at a time.
+            chunk = size if pq.version() >= 170000 else 1
+            with self.raw.cursor() as cur:
+                yield from cur.stream(self._sql(sql), tuple(params), size=chunk)
+            return
+        cur = self.raw.execute(sql, tuple(params))
+        while batch := cur.fetchmany(size):
+            yield from batch
 
     @contextmanager
     def transaction(self) -> Iterator[Connection]:

@@ -69,12 +69,13 @@ def read_at(
     `max_position` (all when None): what as-of queries and a full update compute."""
     upto = "" if max_position is None else " AND position <= ?"
     args: tuple[Any, ...] = (at,) if max_position is None else (at, max_position)
-    # Plain rows in JobSpan's order: a Slurm site's full update reads every job recorded.
-    jobs: list[JobSpanTuple] = conn.execute(
-        f"SELECT {_JOB_COLUMNS} FROM jobs WHERE in_balance = 0 AND t_run < ?{upto}", args
-    ).fetchall()
     reading = continuous_reading(state, _balances(conn, max_position), at)
-    add_jobs(state, reading, jobs)
+    # Plain rows in JobSpan's order, streamed: a Slurm site's full update reads every job
+    # recorded, and holding them all would grow with the site's history.
+    with conn.stream_rows(
+        f"SELECT {_JOB_COLUMNS} FROM jobs WHERE in_balance = 0 AND t_run < ?{upto}", args
+    ) as jobs:
+        add_jobs(state, reading, jobs)
     return reading
 
 
