@@ -198,14 +198,31 @@ def insert_jobs(
     conn.execute(_ADD_TOTALS, (position,))
 
 
+# rebin: at most this many periods are cut with a statement each; past that (a half-life of
+# seconds over months of jobs), the jobs are renumbered a batch at a time.
+PERIOD_RANGES_MAX = 10_000
+REBIN_BATCH = 50_000
+
+
 def rebin(conn: Connection, state: SiteState) -> None:
-    """The half-life changed: periods are cut anew from the stored jobs (nothing is lost)."""
+    """The half-life changed: periods are cut anew from the stored jobs (nothing is lost).
+    A period holds the jobs that ended from its start to the next one's (period_of), so each
+    is one ranged UPDATE over the jobs' end-time index, where a statement per job, with every
+    job read first, took minutes and gigabytes at ten million jobs."""
     params = usage_params(state)
-    rows = conn.query("SELECT cluster, id, t_inactive FROM jobs")
-    conn.executemany(
-        "UPDATE jobs SET period = ? WHERE cluster = ? AND id = ?",
-        [(period_of(r["t_inactive"], params), r["cluster"], r["id"]) for r in rows],
-    )
+    ((lowest, highest),) = conn.rows("SELECT MIN(t_inactive), MAX(t_inactive) FROM jobs")
+    if lowest is not None:
+        first, last = period_of(float(lowest), params), period_of(float(highest), params)
+        if last - first < PERIOD_RANGES_MAX:
+            conn.executemany(
+                "UPDATE jobs SET period = ? WHERE t_inactive >= ? AND t_inactive < ?",
+                [
+                    (p, period_start(p, params), period_start(p + 1, params))
+                    for p in range(first, last + 1)
+                ],
+            )
+        else:
+            _rebin_in_batches(conn, params)
     conn.execute("DELETE FROM period_totals")
     conn.execute("""
         INSERT INTO period_totals (userid, username, bank, period, charge_units, njobs)
@@ -219,6 +236,21 @@ def rebin(conn: Connection, state: SiteState) -> None:
         [(period_of(r["at"], params), r["position"], r["entry"]) for r in balance],
     )
     conn.execute(_ADD_BALANCE_TOTALS.format(where=""))
+
+
+def _rebin_in_batches(conn: Connection, params: UsageParams) -> None:
+    """Every job's period from its end time, REBIN_BATCH jobs at a time in key order."""
+    after: tuple[str, str] = ("", "")
+    while rows := conn.rows(
+        "SELECT cluster, id, t_inactive FROM jobs WHERE cluster > ? OR (cluster = ? AND id > ?) "
+        f"ORDER BY cluster, id LIMIT {REBIN_BATCH}",
+        (after[0], after[0], after[1]),
+    ):
+        conn.executemany(
+            "UPDATE jobs SET period = ? WHERE cluster = ? AND id = ?",
+            [(period_of(float(t), params), cluster, id_) for cluster, id_, t in rows],
+        )
+        after = (rows[-1][0], rows[-1][1])
 
 
 # Balance entries count under userid -1: an entry names its association (username, bank).

@@ -251,6 +251,42 @@ def test_decay_settings_rebin_from_the_stored_jobs(usage_store: Store, tmp_path:
     assert len(all_tables(usage_store)["jobs"]) == 3
 
 
+@pytest.mark.parametrize("how", ["a statement per period", "jobs in batches"])
+def test_a_new_half_life_cuts_each_job_into_the_period_its_end_falls_in(
+    usage_store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    """A job that ends exactly on a period's start opens it, just before stays in the one
+    before, whichever way the periods are cut (ranges over the end times, or, for more
+    periods than usage_tables.PERIOD_RANGES_MAX, the jobs a batch at a time in key order)."""
+    from projections.writers import usage_tables
+
+    if how == "jobs in batches":
+        monkeypatch.setattr(usage_tables, "PERIOD_RANGES_MAX", 0)
+        monkeypatch.setattr(usage_tables, "REBIN_BATCH", 2)
+    ends = {
+        ("cluster", "1"): T0 + 199.5,
+        ("cluster", "2"): T0 + 200,  # H = 200: the start of period 1
+        ("other", "1"): T0 + 200.25,
+        ("other", "2"): T0 + 400,  # period 2
+        ("other", "10"): T0 - 0.5,  # before the epoch: period -1
+    }
+    ingest(
+        usage_store,
+        tmp_path,
+        period(4),
+        *[charged(int(i), 1, end, cluster=cluster) for (cluster, i), end in ends.items()],
+    )
+    usage_store.run("edit-config", "priority_decay_half_life=200", now=period(4))
+    periods = {(r["cluster"], r["id"]): r["period"] for r in all_tables(usage_store)["jobs"]}
+    assert periods == {
+        ("cluster", "1"): 0,
+        ("cluster", "2"): 1,
+        ("other", "1"): 1,
+        ("other", "2"): 2,
+        ("other", "10"): -1,
+    }
+
+
 # --- banks and clear-usage ----------------------------------------------------------------------
 
 
