@@ -551,7 +551,8 @@ def measure_store(result: StoreResult, url: str, data: Data, cli: Cli) -> None:
     )
     result.current = "cron"  # last: its Fair Tree row switches the site's algorithm
     first_id = data.n_jobs + data.n_extra + 1
-    for key, (text, ok) in cron_bench.measure(cli, url, data.spec, first_id, t_sacct).items():
+    cells = cron_bench.measure(cli, url, data.spec, first_id, t_sacct, result.steps)
+    for key, (text, ok) in cells.items():
         result.add(key, text, ok)
     if result.store == "postgres":  # on two fresh ledgers of its own
         log(f"{title}: 4 concurrent ingesters against 1")
