@@ -1,5 +1,10 @@
 """`fairledger verify`: the log's hash chain walked link by link, and the read models compared
-with a rebuild from the log made in a private in-memory database.
+with a rebuild from the log made in a private temporary database.
+
+Both sides are read a batch of rows at a time and compared by a digest of each table's rows
+(an order-free sum of a salted hash per row), so that verify's memory does not grow with the
+jobs held: holding both copies of every table to sort and compare them took 3.5 GB at 1.1
+million jobs. Only a table whose digests differ is read whole, to count its differing rows.
 
 The first break is named by its log position: an event whose content no longer matches its link
 (changed, or one before it removed or inserted), a link whose event is gone, an event with no
@@ -9,7 +14,10 @@ a job key the log does not record, or a read-model table that differs from the r
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+import secrets
+import tempfile
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,23 +52,33 @@ def verify(ledger: Ledger, conn: Connection) -> Verified:
             f"read models reflect log position {tracked} but the log ends at {head}: "
             "events were removed from its end"
         )
-    memory = Connection(StoreConfig(kind="sqlite", path=":memory:"))
-    try:
+    with tempfile.TemporaryDirectory(prefix="fairledger-verify-") as folder:
+        rebuilt = _scratch(os.path.join(folder, "rebuild.db"))
         try:
-            runner.fold_into(ledger, memory)
-        except UNPROJECTABLE as err:
-            raise TamperedLog(
-                f"the log holds an event its read models cannot hold ({err}): "
-                "run 'fairledger doctor'"
-            ) from None
-        _check_times(memory)
-        if log_tables.JOB_KEYS not in missing:
-            neutralized = in_log(ledger).jobs.values()
-            _check_job_keys(conn, memory, set().union(*neutralized))
-        tables = _compare_tables(conn, memory)
-    finally:
-        memory.close()
+            try:
+                runner.fold_into(ledger, rebuilt)
+            except UNPROJECTABLE as err:
+                raise TamperedLog(
+                    f"the log holds an event its read models cannot hold ({err}): "
+                    "run 'fairledger doctor'"
+                ) from None
+            _check_times(rebuilt)
+            if log_tables.JOB_KEYS not in missing:
+                neutralized = in_log(ledger).jobs.values()
+                _check_job_keys(conn, rebuilt, set().union(*neutralized))
+            tables = _compare_tables(conn, rebuilt)
+        finally:
+            rebuilt.close()
     return Verified(events, head, head_link, tables, unlinked)
+
+
+def _scratch(path: str) -> Connection:
+    """A SQLite database for the rebuild that nothing else reads and nobody keeps: written
+    without a journal or waits for the disk."""
+    scratch = Connection(StoreConfig(kind="sqlite", path=path))
+    scratch.execute("PRAGMA journal_mode = OFF")
+    scratch.execute("PRAGMA synchronous = OFF")
+    return scratch
 
 
 def _walk_chain(conn: Connection) -> tuple[int, int, str, int]:
@@ -105,48 +123,109 @@ def _links(conn: Connection) -> Iterator[tuple[int, str]]:
         after = int(rows[-1]["position"])
 
 
-def _check_times(memory: Connection) -> None:
-    rows = memory.query("SELECT position, at FROM log_index ORDER BY position")
-    for before, after in zip(rows, rows[1:], strict=False):
-        if after["at"] < before["at"]:
-            raise TamperedLog(
-                f"the event at log position {after['position']} is stamped before the one at "
-                f"{before['position']}: log order is not time order"
-            )
+def _check_times(rebuilt: Connection) -> None:
+    before: tuple[int, float] | None = None
+    with rebuilt.stream_rows("SELECT position, at FROM log_index ORDER BY position") as rows:
+        for position, at in rows:
+            if before is not None and at < before[1]:
+                raise TamperedLog(
+                    f"the event at log position {position} is stamped before the one at "
+                    f"{before[0]}: log order is not time order"
+                )
+            before = (position, at)
 
 
 def _check_job_keys(
-    conn: Connection, memory: Connection, neutralized: set[tuple[str, str]]
+    conn: Connection, rebuilt: Connection, neutralized: set[tuple[str, str]]
 ) -> None:
     """Every key of the index is a job of the read models (but a neutralized one), and every
     job of the read models is in the index."""
-    logged = {
-        (r["cluster"], r["id"])
-        for r in conn.query(f"SELECT cluster, id FROM {log_tables.JOB_KEYS}")
-    }
-    if not logged:
+    index = f"SELECT cluster, id FROM {log_tables.JOB_KEYS}"
+    jobs = "SELECT cluster, id FROM jobs"
+    if not conn.rows(f"{index} LIMIT 1"):
         return  # a ledger written before the key index: its next write builds it
-    recorded = {(r["cluster"], r["id"]) for r in memory.query("SELECT cluster, id FROM jobs")}
-    recorded |= logged & neutralized  # set aside, yet still in the log: its key stays
-    for key in sorted(logged ^ recorded):
-        where = "the key index but not the log" if key in logged else "the log but not the index"
+    salts = _salts()
+    with conn.stream_rows(index) as rows:
+        logged = _Digest(salts, rows)
+    with rebuilt.stream_rows(jobs) as rows:
+        recorded = _Digest(salts, rows)
+    # A neutralized job is set aside, yet still in the log: its key stays in the index.
+    recorded.add_rows(
+        key
+        for key in sorted(neutralized)
+        if _holds(conn, log_tables.JOB_KEYS, key) and not _holds(rebuilt, "jobs", key)
+    )
+    if logged == recorded:
+        return
+    keys = {(r[0], r[1]) for r in conn.rows(index)}
+    held = {(r[0], r[1]) for r in rebuilt.rows(jobs)} | (keys & neutralized)
+    for key in sorted(keys ^ held):
+        where = "the key index but not the log" if key in keys else "the log but not the index"
         raise TamperedLog(f"job {key[1]} (cluster {key[0]}) is in {where}")
 
 
-def _compare_tables(conn: Connection, memory: Connection) -> int:
+def _holds(conn: Connection, table: str, key: tuple[str, str]) -> bool:
+    return bool(conn.rows(f"SELECT 1 FROM {table} WHERE cluster = ? AND id = ?", key))
+
+
+def _compare_tables(conn: Connection, rebuilt: Connection) -> int:
     names = list(runner.all_tables())
+    salts = _salts()
     for name in names:
+        with conn.stream_rows(f"SELECT * FROM {name}") as rows:
+            live_digest = _Digest(salts, rows)
+        with rebuilt.stream_rows(f"SELECT * FROM {name}") as rows:
+            rebuilt_digest = _Digest(salts, rows)
+        if live_digest == rebuilt_digest:
+            continue
         live = _rows(conn, name)
-        rebuilt = _rows(memory, name)
-        if live != rebuilt:
-            missing = len([r for r in rebuilt if r not in live])
-            extra = len([r for r in live if r not in rebuilt])
-            raise TamperedLog(
-                f"read model {name} differs from a rebuild from the log "
-                f"({missing} rows missing, {extra} rows not in the rebuild): "
-                "run 'fairledger rebuild'"
-            )
+        again = _rows(rebuilt, name)
+        missing = len([r for r in again if r not in live])
+        extra = len([r for r in live if r not in again])
+        raise TamperedLog(
+            f"read model {name} differs from a rebuild from the log "
+            f"({missing} rows missing, {extra} rows not in the rebuild): "
+            "run 'fairledger rebuild'"
+        )
     return len(names)
+
+
+class _Digest:
+    """A multiset of rows as its size and two sums (mod 2^64) of a hash of each row: two
+    equal multisets, read in any order, give equal digests, and two that differ almost surely
+    do not. Python's own hash keeps its equality: 1 and 1.0 are one value, as are True and 1,
+    so each store's row compares as the rows themselves did. Each verify run salts the
+    hashes afresh (and Python salts its hash of text per process), so no table's change can
+    be made to keep its digest. A row costs about 0.4 µs a hash, where its text and a
+    cryptographic hash cost 8."""
+
+    def __init__(self, salts: tuple[str, str], rows: Iterable[tuple[Any, ...]] = ()) -> None:
+        self.salts = salts
+        self.count = 0
+        self.sums = (0, 0)
+        self.add_rows(rows)
+
+    def add_rows(self, rows: Iterable[tuple[Any, ...]]) -> None:
+        first, second = self.salts
+        count, one, two = self.count, *self.sums
+        for row in rows:
+            one += hash((first, row))
+            two += hash((second, row))
+            count += 1
+        self.count, self.sums = count, (one % _MODULUS, two % _MODULUS)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Digest) and (self.count, self.sums) == (other.count, other.sums)
+
+    def __hash__(self) -> int:
+        return hash((self.count, self.sums))
+
+
+_MODULUS = 1 << 64
+
+
+def _salts() -> tuple[str, str]:
+    return secrets.token_hex(16), secrets.token_hex(16)
 
 
 def _rows(conn: Connection, table: str) -> list[tuple[Any, ...]]:
