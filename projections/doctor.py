@@ -2,8 +2,9 @@
 
 An earlier release (0.1.0) appended an event before projecting it; when the projection failed
 the event stayed, and every later command failed on it too. The doctor folds the whole log
-into a scratch in-memory read model, one event at a time with a write after each, so a failure
-is pinned to its position; a job batch is tried record by record to name the failing jobs.
+into scratch read models (a temporary SQLite file), one event at a time with a write after
+each, so a failure is pinned to its position; a job batch is tried record by record to name
+the failing jobs.
 Each finding is then folded as set aside, so the fold goes on and names the next one: an
 event that needs one set aside (a user added to a bank whose adding is set aside) is named
 too. Checks of values against the input's bounds can be added to EVENT_CHECKS and
@@ -27,7 +28,7 @@ from ledger.neutralizations import Neutralizations, in_log
 from ledger.site import Site, Stamp
 from ledger.site_usage import usage_params
 from ledger.store.application import UNPROJECTABLE, Ledger, _first_line
-from ledger.store.connections import Connection, StoreConfig
+from ledger.store.connections import Connection, scratch_sqlite
 from projections.queries.history import entry_of
 from projections.writers import runner
 from projections.writers.usage_tables import JOB_COLUMNS, insert_jobs, job_row
@@ -153,15 +154,14 @@ def _fold_once(
     skip = Neutralizations({*recorded.whole}, {p: set(k) for p, k in recorded.jobs.items()})
     for f in found.values():
         skip.add(f.position, f.jobs)
-    memory = Connection(StoreConfig(kind="sqlite", path=":memory:"))
-    try:
-        runner.create_tables(memory)
-        folder = runner.scratch_folder(memory, skip)
+    with scratch_sqlite("doctor") as scratch:
+        runner.create_tables(scratch)
+        folder = runner.scratch_folder(scratch, skip)
         gone = _Gone()
         for position, event in _log(ledger):
             folder.finish()  # a failure is this event's, not an earlier one's pending write
             if isinstance(event, JobLog.JobsRecorded):
-                _fold_jobs(folder, memory, skip, gone, found, position, event)
+                _fold_jobs(folder, scratch, skip, gone, found, position, event)
                 continue
             if skip.skips(position):
                 gone.note(event)
@@ -181,8 +181,6 @@ def _fold_once(
                 return _finding(position, event, _why(event, err))
         folder.finish()
         return None
-    finally:
-        memory.close()
 
 
 def _fold_jobs(

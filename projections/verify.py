@@ -14,9 +14,7 @@ a job key the log does not record, or a read-model table that differs from the r
 
 from __future__ import annotations
 
-import os
 import secrets
-import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -26,7 +24,7 @@ from ledger.errors import TamperedLog
 from ledger.neutralizations import in_log
 from ledger.store import log_tables
 from ledger.store.application import UNPROJECTABLE, Ledger
-from ledger.store.connections import Connection, StoreConfig
+from ledger.store.connections import Connection, scratch_sqlite
 from projections.writers import runner
 
 
@@ -52,33 +50,20 @@ def verify(ledger: Ledger, conn: Connection) -> Verified:
             f"read models reflect log position {tracked} but the log ends at {head}: "
             "events were removed from its end"
         )
-    with tempfile.TemporaryDirectory(prefix="fairledger-verify-") as folder:
-        rebuilt = _scratch(os.path.join(folder, "rebuild.db"))
+    with scratch_sqlite("verify") as rebuilt:
         try:
-            try:
-                runner.fold_into(ledger, rebuilt)
-            except UNPROJECTABLE as err:
-                raise TamperedLog(
-                    f"the log holds an event its read models cannot hold ({err}): "
-                    "run 'fairledger doctor'"
-                ) from None
-            _check_times(rebuilt)
-            if log_tables.JOB_KEYS not in missing:
-                neutralized = in_log(ledger).jobs.values()
-                _check_job_keys(conn, rebuilt, set().union(*neutralized))
-            tables = _compare_tables(conn, rebuilt)
-        finally:
-            rebuilt.close()
+            runner.fold_into(ledger, rebuilt)
+        except UNPROJECTABLE as err:
+            raise TamperedLog(
+                f"the log holds an event its read models cannot hold ({err}): "
+                "run 'fairledger doctor'"
+            ) from None
+        _check_times(rebuilt)
+        if log_tables.JOB_KEYS not in missing:
+            neutralized = in_log(ledger).jobs.values()
+            _check_job_keys(conn, rebuilt, set().union(*neutralized))
+        tables = _compare_tables(conn, rebuilt)
     return Verified(events, head, head_link, tables, unlinked)
-
-
-def _scratch(path: str) -> Connection:
-    """A SQLite database for the rebuild that nothing else reads and nobody keeps: written
-    without a journal or waits for the disk."""
-    scratch = Connection(StoreConfig(kind="sqlite", path=path))
-    scratch.execute("PRAGMA journal_mode = OFF")
-    scratch.execute("PRAGMA synchronous = OFF")
-    return scratch
 
 
 def _walk_chain(conn: Connection) -> tuple[int, int, str, int]:

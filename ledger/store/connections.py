@@ -20,6 +20,7 @@ import math
 import os
 import re
 import sqlite3
+import tempfile
 import time
 from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import contextmanager
@@ -410,6 +411,22 @@ class Connection:
 
     def close(self) -> None:
         self.raw.close()
+
+
+@contextmanager
+def scratch_sqlite(purpose: str) -> Iterator[Connection]:
+    """A SQLite database in a temporary file that nothing else reads and nobody keeps (verify's
+    and doctor's rebuild of the read models), removed afterwards. On disk rather than in
+    memory: it holds a row per job, and a process's memory should not grow with the jobs held.
+    Written without a journal or waits for the disk."""
+    with tempfile.TemporaryDirectory(prefix=f"fairledger-{purpose}-") as folder:
+        scratch = Connection(StoreConfig(kind="sqlite", path=os.path.join(folder, "scratch.db")))
+        try:
+            scratch.execute("PRAGMA journal_mode = OFF")
+            scratch.execute("PRAGMA synchronous = OFF")
+            yield scratch
+        finally:
+            scratch.close()
 
 
 def sqlite_connect(path: str) -> sqlite3.Connection:
