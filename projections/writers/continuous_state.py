@@ -86,23 +86,24 @@ def update(
     carried forward from the reading of the update at `since` (usage_tables.settled_position)
     when the stored sums are that reading's and no reset boundary came between; else read
     whole. Either way the sums are stored for the next update."""
-    carried = _carried(conn, state, at, position, since)
-    if carried is None:
+    carried_forward = carried(conn, state, at, position, since)
+    if carried_forward is None:
         reading = read_at(conn, state, at)
         _store_all(conn, reading)
     else:
-        reading, grown = carried
+        reading, grown = carried_forward
         _store(conn, reading, grown)
     conn.execute("DELETE FROM continuous_mark")
     conn.execute("INSERT INTO continuous_mark VALUES (?, ?, ?)", (position, at, reading.boundary))
     return reading.usage(state)
 
 
-def _carried(
+def carried(
     conn: Connection, state: SiteState, at: float, position: int, since: int | None
 ) -> tuple[ContinuousReading, set[AssocKey]] | None:
-    """The reading at `at` from the stored sums and the jobs they do not hold, or None when
-    the sums cannot be carried to `at`."""
+    """The reading at `at` of the jobs recorded before `position` from the stored sums and
+    the jobs they do not hold (and the associations whose sums that grew or restarted), or
+    None when the sums cannot be carried to `at`: `since` is usage_tables.settled_position."""
     if since is None:
         return None
     marks = conn.query("SELECT position, at, boundary FROM continuous_mark")
@@ -113,6 +114,8 @@ def _carried(
         return None
     mark = int(marks[0]["position"])
     mark_at = float(marks[0]["at"])
+    if at < mark_at:
+        return None  # the sums hold jobs that had not ended by `at`
     reading = continuous_reading(state, _balances(conn, None), at)
     stored_boundary = marks[0]["boundary"]
     if reading.boundary != (None if stored_boundary is None else float(stored_boundary)):

@@ -146,6 +146,40 @@ def test_updates_carry_the_sums_forward_and_give_a_whole_readings_numbers(
     rebuilt_alike(store, now + 300)  # the carried sums included
 
 
+def test_reads_carry_the_last_updates_sums_forward_as_a_whole_reading_would(
+    store: Store, tmp_path: Path, whole_readings: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """sshare and view-bank now, and an as-of moment since the last update, add the jobs
+    recorded since to that update's sums instead of reading every job; an as-of moment before
+    it reads every job. Each answer is the whole reading's, to the bit."""
+    _slurm_site(store)
+    now = T0 + 600
+    store.run("ingest", write(tmp_path / "a.jsonl", job(1, end=T0, duration=100)), now=now)
+    store.run("cron", now=now)
+    updated = now
+    now += 600
+    late = (job(2, end=now - 50, duration=40, userid=5002), job(3, end=now + 500, duration=700))
+    store.run("ingest", write(tmp_path / "b.jsonl", *late), now=now)
+    now += 60
+    reads = {
+        "sshare": ("sshare", "-a", "--json"),
+        "tree": ("view-bank", "root", "-t"),
+        "since the update": ("view-bank", "root", "-t", "--as-of", f"{now - 30:.3f}"),
+        "before the update": ("view-bank", "root", "-t", "--as-of", f"{updated - 1:.3f}"),
+    }
+    carried, readings = {}, {}
+    for name, args in reads.items():
+        whole_readings.clear()
+        carried[name] = store.run(*args, now=now).output
+        readings[name] = len(whole_readings)
+    assert readings == {"sshare": 0, "tree": 0, "since the update": 0, "before the update": 1}
+    monkeypatch.setattr(continuous_state, "carried", lambda *args: None)
+    whole = {name: store.run(*args, now=now).output for name, args in reads.items()}
+    assert carried == whole
+    bob = [r for r in json.loads(carried["sshare"]) if r["User"] == "bob"]
+    assert bob[0]["RawUsage"] > 0  # his only job, recorded since the update, counted
+
+
 def test_a_reset_boundary_restarts_the_sums(
     store: Store,
     twin: Store,  # noqa: F811 (the fixture)
