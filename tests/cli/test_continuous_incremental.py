@@ -146,38 +146,68 @@ def test_updates_carry_the_sums_forward_and_give_a_whole_readings_numbers(
     rebuilt_alike(store, now + 300)  # the carried sums included
 
 
-def test_reads_carry_the_last_updates_sums_forward_as_a_whole_reading_would(
+def test_reads_take_the_last_updates_sums_as_a_whole_reading_would(
     store: Store, tmp_path: Path, whole_readings: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """sshare and view-bank now, and an as-of moment since the last update, add the jobs
-    recorded since to that update's sums instead of reading every job; an as-of moment before
-    it reads every job. Each answer is the whole reading's, to the bit."""
+    """A read at a moment since the last update (sshare and view-bank now, an as-of) adds the
+    jobs recorded since to that update's sums; a moment before it takes from them the jobs
+    it had not seen (recorded later, or ended later; one running then counts its part); a
+    moment with a site event between it and the update reads every job. Each answer is the
+    whole reading's, to the bit."""
     _slurm_site(store)
-    now = T0 + 600
-    store.run("ingest", write(tmp_path / "a.jsonl", job(1, end=T0, duration=100)), now=now)
-    store.run("cron", now=now)
-    updated = now
-    now += 600
-    late = (job(2, end=now - 50, duration=40, userid=5002), job(3, end=now + 500, duration=700))
-    store.run("ingest", write(tmp_path / "b.jsonl", *late), now=now)
-    now += 60
-    reads = {
-        "sshare": ("sshare", "-a", "--json"),
-        "tree": ("view-bank", "root", "-t"),
-        "since the update": ("view-bank", "root", "-t", "--as-of", f"{now - 30:.3f}"),
-        "before the update": ("view-bank", "root", "-t", "--as-of", f"{updated - 1:.3f}"),
+
+    def answers(reads: dict[str, tuple[str, ...]], now: float) -> dict[str, Any]:
+        """Each read's output and how many whole readings it made, then the same reads with
+        every job read (the two must agree)."""
+        out: dict[str, Any] = {}
+        for name, args in reads.items():
+            whole_readings.clear()
+            out[name] = (store.run(*args, now=now).output, len(whole_readings))
+        with monkeypatch.context() as patched:
+            patched.setattr(continuous_state, "carried", lambda *args: None)
+            patched.setattr(continuous_state, "subtracted", lambda *args: None)
+            for name, args in reads.items():
+                assert store.run(*args, now=now).output == out[name][0], name
+        return {name: readings for name, (_output, readings) in out.items()}
+
+    def as_of(moment: float) -> tuple[str, ...]:
+        return ("view-bank", "root", "-t", "--as-of", f"{moment:.3f}")
+
+    store.run("ingest", write(tmp_path / "a.jsonl", job(1, end=T0, duration=100)), now=T0 + 600)
+    store.run("cron", now=T0 + 600)
+    # bob's job, and one of alice's that runs from T0 + 1000 to T0 + 1700.
+    late = (job(2, end=T0 + 1150, duration=40, userid=5002), job(3, end=T0 + 1700, duration=700))
+    store.run("ingest", write(tmp_path / "b.jsonl", *late), now=T0 + 1200)
+    store.run("cron", now=T0 + 1260)  # job 3 running: not in the sums
+    store.run("cron", now=T0 + 1800)  # job 3 ended: in the sums
+    now = T0 + 1860
+    assert answers(
+        {
+            "sshare": ("sshare", "-a", "--json"),
+            "tree now": ("view-bank", "root", "-t"),
+            "before bob's job": as_of(T0 + 900),
+            "job 3 running": as_of(T0 + 1230),
+            "since the update": as_of(T0 + 1830),
+        },
+        now,
+    ) == {
+        "sshare": 0,
+        "tree now": 0,
+        "before bob's job": 0,
+        "job 3 running": 0,
+        "since the update": 0,
     }
-    carried, readings = {}, {}
-    for name, args in reads.items():
-        whole_readings.clear()
-        carried[name] = store.run(*args, now=now).output
-        readings[name] = len(whole_readings)
-    assert readings == {"sshare": 0, "tree": 0, "since the update": 0, "before the update": 1}
-    monkeypatch.setattr(continuous_state, "carried", lambda *args: None)
-    whole = {name: store.run(*args, now=now).output for name, args in reads.items()}
-    assert carried == whole
-    bob = [r for r in json.loads(carried["sshare"]) if r["User"] == "bob"]
-    assert bob[0]["RawUsage"] > 0  # his only job, recorded since the update, counted
+    sshare = json.loads(store.run("sshare", "-a", "--json", now=now).stdout)
+    assert [r["RawUsage"] > 0 for r in sshare if r["User"] == "bob"] == [True]
+
+    # A config key of the site's own can move anyone's usage: a moment before it and the next
+    # update reads every job; one after it is taken from that update's sums.
+    store.run("add-config", "note=x", now=T0 + 1900)
+    store.run("cron", now=T0 + 1960)
+    assert answers(
+        {"before the change": as_of(T0 + 1230), "after the change": as_of(T0 + 1930)},
+        T0 + 2000,
+    ) == {"before the change": 1, "after the change": 0}
 
 
 def test_a_reset_boundary_restarts_the_sums(
