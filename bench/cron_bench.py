@@ -189,7 +189,8 @@ def measure(
         step = run("fair-tree-cli", ["update-fshare"], now=at)
         cells["fair-tree"] = _fastest(walls, FAIR_TREE_TARGET, step.wall)
         # A past moment of the Fair Tree site, between two of its updates: its continuous
-        # usage then is read from every job recorded up to that moment.
+        # usage then is the last update's sums less the jobs the moment had not seen
+        # (continuous_state.subtracted), or, with a site event between, every job's.
         asked = at - HOUR - 1800
         step = run("fair-tree-as-of", ["view-bank", "root", "-t", "--as-of", f"{asked:.3f}"], at)
         cells["fair-tree-as-of"] = f"{step.wall:.2f} s", step.wall <= AS_OF_TARGET

@@ -299,15 +299,10 @@ class SiteState:
     def root_bank(self) -> Bank | None:
         return next((b for b in self.banks.values() if b.parent_bank == ""), None)
 
-    def sub_banks(self, name: str) -> list[Bank]:
-        return sorted(
-            (b for b in self.banks.values() if b.parent_bank == name), key=lambda b: b.bank
-        )
-
     def subtree(self, name: str) -> list[Bank]:
         """The bank and every bank below it, parents before children (breadth first, each
-        bank's children by name). The children are grouped once: asking sub_banks of each
-        bank scanned every bank per bank, 271,000 steps at 521 banks on every update."""
+        bank's children by name). The children are grouped once: asking each bank's children
+        in turn scanned every bank per bank, 271,000 steps at 521 banks on every update."""
         children: dict[str, list[Bank]] = {}
         for bank in sorted(self.banks.values(), key=lambda b: b.bank):
             children.setdefault(bank.parent_bank, []).append(bank)

@@ -19,7 +19,7 @@ all their jobs (projections.writers.usage_scope).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from ledger.bounds import CHARGE_UNITS
 from ledger.site_usage import (
@@ -106,19 +106,17 @@ def carried(
     None when the sums cannot be carried to `at`: `since` is usage_tables.settled_position."""
     if since is None:
         return None
-    marks = conn.query("SELECT position, at, boundary FROM continuous_mark")
+    stored = _stored_mark(conn)
     # The update the log says is settled, or a later one with nothing but jobs and updates
     # between (an update-usage that an update-fshare follows at once: a replay folds the two,
     # the live ledger wrote both; either's sums carry to the same numbers).
-    if len(marks) != 1 or not since <= int(marks[0]["position"]) < position:
+    if stored is None or not since <= stored.position < position:
         return None
-    mark = int(marks[0]["position"])
-    mark_at = float(marks[0]["at"])
+    mark, mark_at = stored.position, stored.at
     if at < mark_at:
         return None  # the sums hold jobs that had not ended by `at`
     reading = continuous_reading(state, _balances(conn, position - 1), at)
-    stored_boundary = marks[0]["boundary"]
-    if reading.boundary != (None if stored_boundary is None else float(stored_boundary)):
+    if reading.boundary != stored.boundary:
         return None  # a reset: every sum starts again
     if conn.query("SELECT 1 FROM usage_balance WHERE at > ? LIMIT 1", (mark_at,)):
         return None  # a balance dated after the mark now moves when its jobs count from
@@ -169,10 +167,10 @@ def subtracted(
     would count as they did for the mark. Reads the jobs that ended since `at`, not every
     job: an as-of of a Slurm site's last week, where a whole reading took 5.9 s at 1.4
     million jobs."""
-    marks = conn.query("SELECT position, at, boundary FROM continuous_mark")
-    if len(marks) != 1 or int(marks[0]["position"]) < position:
+    stored = _stored_mark(conn)
+    if stored is None or stored.position < position:
         return None
-    mark, mark_at = int(marks[0]["position"]), float(marks[0]["at"])
+    mark, mark_at = stored.position, stored.at
     if at > mark_at:
         return None
     if conn.query(
@@ -184,12 +182,7 @@ def subtracted(
     balances = _balances(conn, position - 1)
     reading = continuous_reading(state, balances, at)
     at_mark = continuous_reading(state, balances, mark_at)
-    stored_boundary = marks[0]["boundary"]
-    if (
-        not reading.boundary
-        == at_mark.boundary
-        == (None if stored_boundary is None else float(stored_boundary))
-    ):
+    if not reading.boundary == at_mark.boundary == stored.boundary:
         return None  # a reset between: the mark's sums started again after it
     if conn.query("SELECT 1 FROM usage_balance WHERE at > ? AND at <= ? LIMIT 1", (at, mark_at)):
         return None  # a balance between moves when its association's jobs count from
@@ -224,6 +217,23 @@ def subtracted(
     ) as running:
         add_jobs(state, reading, running, resolver)
     return reading
+
+
+class _Mark(NamedTuple):
+    """The update whose reading continuous_sums holds: its log position, its time and the
+    reset boundary then in force (None: no reset period)."""
+
+    position: int
+    at: float
+    boundary: float | None
+
+
+def _stored_mark(conn: Connection) -> _Mark | None:
+    marks = conn.rows("SELECT position, at, boundary FROM continuous_mark")
+    if len(marks) != 1:
+        return None
+    position, at, boundary = marks[0]
+    return _Mark(int(position), float(at), None if boundary is None else float(boundary))
 
 
 def _theirs(resolver: AssociationResolver, job: JobSpanTuple, users: set[str]) -> bool:
