@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import click
@@ -13,6 +13,7 @@ from cli.output import Output, output_options
 from cli.params import TIME, AsOf, as_of_option
 from cli.record_format import RecordFormat
 from cli.session import change_options, session
+from cli.spill import Spill, echo_lines
 from ledger.errors import InvalidValue
 from ledger.job_ids import parse_job_id
 from ledger.usecases import job_records
@@ -82,6 +83,7 @@ JOB_COLUMNS = [
     "duration_delta",
 ]
 ALL_JOB_COLUMNS = JOB_COLUMNS + ["id", "cluster", "queue", "ncores", "ngpus", "charge"]
+_LISTED = (*JOB_COLUMNS, "id")  # what the default listing reads of each row
 # Shown with two decimals in the default listing (flux-accounting's JOB_RECORD_FLOAT_FIELDS).
 FLOAT_JOB_COLUMNS = {
     "t_submit",
@@ -93,19 +95,27 @@ FLOAT_JOB_COLUMNS = {
 }
 
 
-def default_job_format(rows: list[dict[str, Any]]) -> str:
+def _default_listing(rows: Iterable[dict[str, Any]]) -> Iterator[str]:
     """flux-accounting's default listing is itself a format: each column left-aligned to its
-    widest value (floats with two decimals), joined by " | "."""
+    widest value (floats with two decimals), joined by " | ". The widths need every row, so
+    the rows are held on disk between the two passes (cli.spill)."""
     widths = {column: len(column) for column in JOB_COLUMNS}
-    for row in rows:
-        for column in JOB_COLUMNS:
-            value = row[column]
-            shown = f"{value:.2f}" if column in FLOAT_JOB_COLUMNS else str(value)
-            widths[column] = max(widths[column], len(shown))
-    return " | ".join(
-        f"{{{c}:<{widths[c]}.2f}}" if c in FLOAT_JOB_COLUMNS else f"{{{c}:<{widths[c]}}}"
-        for c in JOB_COLUMNS
-    )
+    with Spill() as spill:
+        for row in rows:
+            shown = tuple("" if row[c] is None else row[c] for c in _LISTED)
+            for column, value in zip(JOB_COLUMNS, shown, strict=False):
+                text = f"{value:.2f}" if column in FLOAT_JOB_COLUMNS else str(value)
+                if len(text) > widths[column]:
+                    widths[column] = len(text)
+            spill.add(shown)
+        listing = " | ".join(
+            f"{{{c}:<{widths[c]}.2f}}" if c in FLOAT_JOB_COLUMNS else f"{{{c}:<{widths[c]}}}"
+            for c in JOB_COLUMNS
+        )
+        chosen = RecordFormat(listing, ALL_JOB_COLUMNS)
+        yield from chosen.spooled(
+            dict(zip(_LISTED, values, strict=True)) for values in spill.replay()
+        )
 
 
 def _duration_filter(exprs: tuple[str, ...], name: str) -> list[Comparison]:
@@ -179,18 +189,18 @@ def view_job_records(
         raise click.UsageError("-o/--format cannot be combined with --json or --fields")
     # Checked before the read, so a bad format is refused even when no job matches.
     chosen = RecordFormat(fmt, ALL_JOB_COLUMNS) if fmt else None
-    rows = job_records.view_job_records(session(ctx), selected, as_of)
-    if as_json or fields:
-        out = Output(as_json, None, fields)
-        click.echo(out.render(rows, ALL_JOB_COLUMNS if fields else JOB_COLUMNS))
-        return
-    if chosen is None:
-        shown = [{c: "" if v is None else v for c, v in row.items()} for row in rows]
-        chosen = RecordFormat(default_job_format(shown), ALL_JOB_COLUMNS)
-        rows = shown
+    with job_records.view_job_records(session(ctx), selected, as_of) as rows:
+        if as_json or fields:
+            echo_lines(
+                Output(as_json, None, fields).spooled(
+                    rows, ALL_JOB_COLUMNS if fields else JOB_COLUMNS
+                )
+            )
+            return
+        echo_lines(chosen.spooled(rows) if chosen is not None else _default_listing(rows))
     # flux-accounting prints its table, which ends in a newline, with print(): a blank line
     # ends the output, and scripts that compare it byte for byte expect it.
-    click.echo(chosen.render(rows))
+    click.echo("")
 
 
 COMMANDS = [ingest, view_job_records]

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Literal
 
 import click
 
+from cli.spill import Spill
 from ledger.bounds import printable
 from ledger.errors import InvalidValue, NotFound
 from ledger.limit_fields import is_unlimited
@@ -121,6 +122,45 @@ class Output:
             return json.dumps([json_row(r, self.parent_shares) for r in picked], indent=2)
         return table(picked, chosen, self.parent_shares)
 
+    def spooled(self, rows: Iterable[dict[str, Any]], columns: Sequence[str]) -> Iterator[str]:
+        """render()'s lines (--json, else a table) for a listing too long to hold: the rows
+        are read once and held on disk, and the first line comes after the last row is read,
+        so that a listing that fails prints nothing."""
+        chosen = self.select(columns)  # refused before anything is read
+        picked = ({c: row[c] for c in chosen} for row in rows)
+        if self.as_json:
+            return _spooled_json(json_row(r, self.parent_shares) for r in picked)
+        return _spooled_table(picked, chosen, self.parent_shares)
+
+
+def _spooled_json(rows: Iterable[dict[str, Any]]) -> Iterator[str]:
+    """json.dumps(list(rows), indent=2), a row at a time."""
+    with Spill() as spill:
+        for row in rows:
+            spill.add(json.dumps(row, indent=2).replace("\n", "\n  "))
+        if not spill.count:
+            yield "[]"
+            return
+        yield "["
+        last = spill.count - 1
+        for i, text in enumerate(spill.replay()):
+            yield f"  {text}," if i < last else f"  {text}"
+        yield "]"
+
+
+def _spooled_table(
+    rows: Iterable[dict[str, Any]], columns: Sequence[str], parent_shares: bool
+) -> Iterator[str]:
+    widths = [len(c) for c in columns]
+    with Spill() as spill:
+        for row in rows:
+            cells = tuple(display_value(c, row[c], parent_shares) for c in columns)
+            widths = [max(w, len(cell)) for w, cell in zip(widths, cells, strict=True)]
+            spill.add(cells)
+        yield from _table_head(columns, widths)
+        for cells in spill.replay():
+            yield _table_line(cells, widths)
+
 
 def is_parent_shares(column: str, value: Any, parent_shares: bool) -> bool:
     """Whether `value` in `column` is Slurm's Fairshare=parent (on a site where it means that)."""
@@ -154,12 +194,16 @@ def table(
 ) -> str:
     cells = [[display_value(c, row[c], parent_shares) for c in columns] for row in rows]
     widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
-    lines = [
-        " | ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)),
-        "-+-".join("-" * w for w in widths),
-    ]
-    lines += [" | ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)) for r in cells]
+    lines = _table_head(columns, widths) + [_table_line(r, widths) for r in cells]
     return "\n".join(lines)
+
+
+def _table_head(columns: Sequence[str], widths: Sequence[int]) -> list[str]:
+    return [_table_line(columns, widths), "-+-".join("-" * w for w in widths)]
+
+
+def _table_line(cells: Sequence[str], widths: Sequence[int]) -> str:
+    return " | ".join(v.ljust(w) for v, w in zip(cells, widths, strict=True))
 
 
 def _printable_row(row: dict[str, Any]) -> dict[str, Any]:

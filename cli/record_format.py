@@ -14,10 +14,11 @@ from __future__ import annotations
 import math
 import re
 import string
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from cli.spill import Spill
 from ledger.bounds import printable
 from ledger.errors import InvalidValue
 from ledger.job_ids import JOB_ID_FORMS, FluxJobId
@@ -127,12 +128,18 @@ class RecordFormat:
                 out.append(self._field(row, field, spec, conv))
         return "".join(out)
 
-    def render(self, rows: Sequence[Mapping[str, Any]]) -> str:
-        """The header and one line per row, each ending in a newline; lines that come out
-        blank are left out, as flux's build_table does."""
-        lines = [self.header()]
-        lines += [line for line in (self.line(row) for row in rows) if line.strip()]
-        return "".join(f"{line}\n" for line in lines)
+    def spooled(self, rows: Iterable[Mapping[str, Any]]) -> Iterator[str]:
+        """The header and one line per row; lines that come out blank are left out, as
+        flux's build_table does. Each row is formatted as it is read and its line held on disk
+        until the last: a listing of millions of jobs holds none of them, and one the format
+        refuses prints nothing."""
+        with Spill() as spill:
+            for row in rows:
+                line = self.line(row)
+                if line.strip():
+                    spill.add(line)
+            yield self.header()
+            yield from spill.replay()
 
     def _field(self, row: Mapping[str, Any], field: str, spec: str, conv: str | None) -> str:
         value = _value(row, field)
@@ -157,6 +164,8 @@ class RecordFormat:
 
 
 def _value(row: Mapping[str, Any], field: str) -> Any:
+    if field == "jobid" and "jobid" in row:
+        return row["jobid"]  # as its scheduler writes it: F58 at a Flux site, decimal at Slurm's
     if field == "jobid" or field.startswith("jobid."):
         job_id = FluxJobId(int(row["id"]))
         return job_id if field == "jobid" else getattr(job_id, field.split(".", 1)[1])

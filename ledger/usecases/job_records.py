@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,16 +31,22 @@ class JobFilter:
     delta: list[Comparison] = field(default_factory=list)  # requested - actual
 
 
+@contextmanager
 def view_job_records(
     s: Session, selected: JobFilter, as_of: AsOf | None = None
-) -> list[dict[str, Any]]:
+) -> Iterator[Iterator[dict[str, Any]]]:
     """The jobs `selected` (recorded by the moment `as_of` names, if given), in the order they
     ended, each with its `jobid` as its scheduler writes it (Flux's F58; a Slurm site's
-    decimal, as sacct and squeue print it) and its owner's name."""
+    decimal, as sacct and squeue print it) and its owner's name: streamed, so that a listing
+    of millions of jobs holds one batch at a time."""
     conn = s.read()
-    rows = job_queries.job_records(
+    max_position = s.moment(as_of).position if as_of is not None else None
+    state = s.ledger.state()  # before the stream: nothing else may use the connection in it
+    owners = AssociationResolver(state).user_of_uid
+    shown = str if state.slurm_site else format_f58
+    with job_queries.job_records(
         conn,
-        max_position=s.moment(as_of).position if as_of is not None else None,
+        max_position=max_position,
         user=selected.user,
         job_id=selected.job_id,
         after_start=selected.after_start,
@@ -48,12 +56,15 @@ def view_job_records(
         requested=selected.requested,
         actual=selected.actual,
         delta=selected.delta,
-    )
-    state = s.ledger.state()
-    owners = AssociationResolver(state).user_of_uid
-    shown = str if state.slurm_site else format_f58
+    ) as rows:
+        yield _named(rows, owners, shown)
+
+
+def _named(
+    rows: Iterator[dict[str, Any]], owners: dict[int, str], shown: Callable[[int], str]
+) -> Iterator[dict[str, Any]]:
     for row in rows:
         row["jobid"] = shown(int(row["id"]))
         if row["username"] is None and row["userid"] is not None:
             row["username"] = owners.get(row["userid"])  # named, as flux-accounting does
-    return rows
+        yield row

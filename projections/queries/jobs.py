@@ -4,13 +4,33 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from ledger.store.connections import Connection
 
 _OPS = {"<": "<", "<=": "<=", "=": "=", ">=": ">=", ">": ">"}
+_RECORD_COLUMNS = (
+    "cluster",
+    "id",
+    "userid",
+    "username",
+    "bank",
+    "queue",
+    "project",
+    "t_submit",
+    "t_run",
+    "t_inactive",
+    "nnodes",
+    "ncores",
+    "ngpus",
+    "charge",
+    "extra",
+)
 
 
+@contextmanager
 def job_records(
     conn: Connection,
     user: str | None = None,
@@ -23,7 +43,10 @@ def job_records(
     actual: list[tuple[str, float]] | None = None,
     delta: list[tuple[str, float]] | None = None,
     max_position: int | None = None,
-) -> list[dict[str, Any]]:
+) -> Iterator[Iterator[dict[str, Any]]]:
+    """The jobs the filters select, in the order they ended, streamed from the store (a
+    listing of every job of a 10-million-job ledger must not hold them all); use the
+    connection for nothing else inside the block."""
     clauses: list[str] = []
     params: list[Any] = []
     if max_position is not None:  # as of a past moment: the jobs recorded by then
@@ -58,22 +81,28 @@ def job_records(
         clauses.append(f"(t_inactive - t_run) {_OPS[op]} ?")
         params.append(value)
     where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
-    rows = conn.query(
-        "SELECT cluster, id, userid, username, bank, queue, project, t_submit, t_run, t_inactive,"
-        " nnodes, ncores, ngpus, charge, extra FROM jobs"
+    sql = (
+        f"SELECT {', '.join(_RECORD_COLUMNS)} FROM jobs"
         + where
-        + " ORDER BY t_inactive, LENGTH(id), id",  # decimal ids: numeric order
-        params,
+        + " ORDER BY t_inactive, LENGTH(id), id"  # decimal ids: numeric order
     )
-    out = []
-    for row in rows:
+    with conn.stream_rows(sql, params) as rows:
+        yield _selected(rows, requested, delta)
+
+
+def _selected(
+    rows: Iterator[tuple[Any, ...]],
+    requested: list[tuple[str, float]] | None,
+    delta: list[tuple[str, float]] | None,
+) -> Iterator[dict[str, Any]]:
+    for values in rows:
+        row = dict(zip(_RECORD_COLUMNS, values, strict=True))
         extra = json.loads(row.pop("extra") or "{}")
         row["requested_duration"] = _seconds(extra.get("requested_duration"))
         row["actual_duration"] = row["t_inactive"] - row["t_run"]
         row["duration_delta"] = row["requested_duration"] - row["actual_duration"]
         if _passes(row["requested_duration"], requested) and _passes(row["duration_delta"], delta):
-            out.append(row)
-    return out
+            yield row
 
 
 def _seconds(value: Any) -> float:

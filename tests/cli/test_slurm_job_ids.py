@@ -20,3 +20,6 @@ def test_view_job_records_shows_each_schedulers_form(ledger_store: Store) -> Non
     s.run("edit-config", "fairshare_algorithm=fair-tree", now=T0 + 30)
     slurm = json.loads(s.run("view-job-records", "--json", now=T0 + 40).stdout)
     assert slurm[0]["jobid"] == "123456"
+    # The default listing too (it printed the F58 form, whatever the site).
+    listed = s.run("view-job-records", now=T0 + 40).stdout.splitlines()
+    assert listed[1].split(" | ")[0].strip() == "123456"

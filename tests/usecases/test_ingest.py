@@ -46,7 +46,8 @@ def lines(*records: dict[str, Any] | str) -> Iterator[str]:
 
 
 def recorded_ids(s: Session) -> list[str]:
-    return [row["id"] for row in view_job_records(s, JobFilter())]
+    with view_job_records(s, JobFilter()) as rows:
+        return [row["id"] for row in rows]
 
 
 def test_records_each_job_once_and_counts_the_unmatched(session: Session) -> None:

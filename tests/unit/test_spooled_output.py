@@ -1,0 +1,53 @@
+"""A listing held on disk (cli.spill) prints what the same rows held in memory print: the JSON
+of json.dumps(indent=2) and the padded table, whatever the rows and however many a batch
+holds."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import cli.spill
+from cli.output import Output
+
+COLUMNS = ["username", "userid", "shares", "usage"]
+values = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**63), max_value=2**63 - 1),
+    st.floats(allow_nan=False),
+    st.text(max_size=12),
+)
+rows = st.lists(st.fixed_dictionaries({c: values for c in COLUMNS}), max_size=25)
+
+
+@pytest.mark.parametrize("batch", [1, 3, cli.spill.BATCH])
+@given(listed=rows, as_json=st.booleans(), fields=st.sampled_from([None, "usage,username"]))
+def test_a_spooled_listing_is_the_listing(
+    batch: int, listed: list[dict[str, Any]], as_json: bool, fields: str | None
+) -> None:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(cli.spill, "BATCH", batch)
+        out = Output(as_json, None, fields)
+        spooled = "\n".join(out.spooled(iter(listed), COLUMNS))
+    assert spooled == out.render(listed, COLUMNS)
+
+
+def test_the_json_of_no_rows_and_of_one_is_json_dumps() -> None:
+    out = Output(True, None, None)
+    assert "\n".join(out.spooled(iter([]), COLUMNS)) == "[]"
+    row = {"username": "a\nb", "userid": 1, "shares": 1.5, "usage": None}
+    assert "\n".join(out.spooled(iter([row]), COLUMNS)) == json.dumps([row], indent=2)
+
+
+def test_unknown_fields_are_refused_before_a_row_is_read() -> None:
+    def never() -> Any:
+        raise AssertionError("a row was read")
+        yield
+
+    with pytest.raises(Exception, match="invalid fields: nope"):
+        Output(False, None, "nope").spooled(never(), COLUMNS)
