@@ -68,21 +68,24 @@ def usage_report(
     bins = size_bins or ()
     resolver = AssociationResolver(session.ledger.state())
     totals: dict[str, list[float]] = defaultdict(lambda: [0.0] * (len(bins) + 1))
-    for job in job_queries.usage_report_jobs(conn, start, end):
-        key = resolver.resolve(job["userid"], job["username"], job["bank"])
-        user, job_bank = key if key else (job["username"] or str(job["userid"]), job["bank"] or "")
-        if (username and user != username) or (bank and job_bank != bank):
-            continue
-        label = {"byassociation": f"{job_bank}:{user}", "bybank": job_bank, "byuser": user}[
-            report_type
-        ]
-        value = job["nnodes"] * (job["t_inactive"] - job["t_run"]) / divisor
-        sums = totals[label]
-        if bins:
-            # The largest bin the job reaches; a job smaller than the first bin counts in it.
-            slot = max((i for i, b in enumerate(bins) if b <= job["nnodes"]), default=0)
-            sums[slot] += value
-        sums[-1] += value
+    with job_queries.usage_report_jobs(conn, start, end) as jobs:
+        for job in jobs:
+            key = resolver.resolve(job["userid"], job["username"], job["bank"])
+            user, job_bank = (
+                key if key else (job["username"] or str(job["userid"]), job["bank"] or "")
+            )
+            if (username and user != username) or (bank and job_bank != bank):
+                continue
+            label = {"byassociation": f"{job_bank}:{user}", "bybank": job_bank, "byuser": user}[
+                report_type
+            ]
+            value = job["nnodes"] * (job["t_inactive"] - job["t_run"]) / divisor
+            sums = totals[label]
+            if bins:
+                # The largest bin the job reaches; a job smaller than the first bin counts in it.
+                slot = max((i for i, b in enumerate(bins) if b <= job["nnodes"]), default=0)
+                sums[slot] += value
+            sums[-1] += value
     rows = [
         UsageRow(label, tuple(values))
         for label, values in sorted(totals.items(), key=lambda item: (-item[1][-1], item[0]))

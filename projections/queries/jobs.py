@@ -129,14 +129,22 @@ def _passes(value: float, tests: list[tuple[str, float]] | None) -> bool:
     return all(checks[op](limit) for op, limit in tests or [])
 
 
-def usage_report_jobs(conn: Connection, start: float, end: float) -> list[dict[str, Any]]:
+_USAGE_REPORT_COLUMNS = ("username", "userid", "bank", "nnodes", "t_run", "t_inactive")
+
+
+@contextmanager
+def usage_report_jobs(
+    conn: Connection, start: float, end: float
+) -> Iterator[Iterator[dict[str, Any]]]:
     """Jobs for view-usage-report: ended within [start, end] (flux-accounting also requires
-    t_run > start - 7 days, which we keep so the numbers match)."""
-    return conn.query(
-        "SELECT username, userid, bank, nnodes, t_run, t_inactive FROM jobs "
-        "WHERE t_inactive >= ? AND t_inactive <= ? AND t_run > ?",
-        (start, end, start - 7 * 86400),
+    t_run > start - 7 days, which we keep so the numbers match); streamed, since a report over
+    a year reads most of the ledger. Use the connection for nothing else inside the block."""
+    sql = (
+        f"SELECT {', '.join(_USAGE_REPORT_COLUMNS)} FROM jobs "
+        "WHERE t_inactive >= ? AND t_inactive <= ? AND t_run > ?"
     )
+    with conn.stream_rows(sql, (start, end, start - 7 * 86400)) as rows:
+        yield (dict(zip(_USAGE_REPORT_COLUMNS, row, strict=True)) for row in rows)
 
 
 def newest_t_inactive(conn: Connection) -> float | None:
