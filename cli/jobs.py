@@ -8,14 +8,15 @@ from typing import Any
 
 import click
 
+from cli.echo import echo_lines
 from cli.ingest_output import shown_notes, summary
 from cli.output import Output, output_options
 from cli.params import TIME, AsOf, as_of_option
 from cli.record_format import RecordFormat
 from cli.session import change_options, session
-from cli.spill import Spill, echo_lines
 from ledger.errors import InvalidValue
 from ledger.job_ids import parse_job_id
+from ledger.spill import Spill
 from ledger.usecases import job_records
 from ledger.usecases.ingest import ingest as ingest_jobs
 from ledger.usecases.job_records import Comparison, JobFilter

@@ -12,11 +12,11 @@ from typing import Any, Literal
 
 import click
 
-from cli.spill import Spill
 from ledger.bounds import printable
 from ledger.errors import InvalidValue, NotFound
 from ledger.limit_fields import is_unlimited
 from ledger.slurm_parent import PARENT, PARENT_TEXT
+from ledger.spill import Spill
 
 UNLIMITED_TEXT = "unlimited"  # how a limit at ledger.limit_fields.UNLIMITED is shown and exported
 SHARES_COLUMN = "shares"  # the one column where PARENT can mean Slurm's Fairshare=parent

@@ -18,10 +18,10 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from cli.spill import Spill
 from ledger.bounds import printable
 from ledger.errors import InvalidValue
 from ledger.job_ids import JOB_ID_FORMS, FluxJobId
+from ledger.spill import Spill
 
 JOBID_FIELDS = [f"jobid.{form}" for form in JOB_ID_FORMS]
 

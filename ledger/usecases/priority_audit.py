@@ -21,7 +21,7 @@ start may be ahead of it by the age of up to that period. A difference is explai
 from __future__ import annotations
 
 from bisect import bisect_right
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, astuple, dataclass, field
 from typing import Any, NamedTuple
 
 from ledger.clock import iso
@@ -29,6 +29,7 @@ from ledger.errors import InvalidValue, LedgerError, NotFound
 from ledger.site_usage import AssociationResolver, AssocKey
 from ledger.slurm.conf import DEFAULT_CALC_PERIOD
 from ledger.slurm_priority_inputs import SlurmPriorityInputs, slurm_priority_inputs
+from ledger.spill import Spill
 from ledger.state import SiteState
 from ledger.store.application import Ledger
 from ledger.store.connections import Connection
@@ -286,18 +287,29 @@ def priority_audit(
     conn = session.read()
     _refuse_unless_slurm(conn)
     site = SiteThen(session.ledger, conn)
-    audits, unpriced, without = [], [], 0
-    for job in slurm_records(conn, since, until):
-        if job.recorded is None:
-            without += 1
-            continue
-        try:
-            audits.append(audit_job(site, job))
-        except LedgerError as err:
-            unpriced.append(Unpriced(job, str(err)))
-    differing = [a for a in audits if a.difference and abs(a.difference.value) > tolerance]
+    # Pricing a job reads the store, which a stream of the jobs holds: the jobs with a
+    # recorded Priority go to disk first (held in memory, 1.2M jobs took 1.3 GB).
+    with Spill() as held:
+        without = 0
+        with slurm_records(conn, since, until) as records:
+            for job in records:
+                if job.recorded is None:
+                    without += 1
+                else:
+                    held.add(astuple(job))
+        differing, unpriced = [], []
+        for values in held.replay():
+            job = SlurmRecord(*values)
+            try:
+                audit = audit_job(site, job)
+            except LedgerError as err:
+                unpriced.append(Unpriced(job, str(err)))
+                continue
+            if audit.difference and abs(audit.difference.value) > tolerance:
+                differing.append(audit)
+        audited = held.count - len(unpriced)
     differing.sort(key=lambda a: (-abs(_value(a)), a.job.start, a.job.cluster, a.job.id))
-    return AuditReport(since, until, tolerance, differing, len(audits), without, unpriced)
+    return AuditReport(since, until, tolerance, differing, audited, without, unpriced)
 
 
 def _value(audit: JobAudit) -> int:

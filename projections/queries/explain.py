@@ -13,6 +13,8 @@ gave them (SlurmRecord: Slurm's Priority, Eligible, Timelimit kept in the record
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -386,10 +388,12 @@ def slurm_record(conn: Connection, cluster: str, job_id: int) -> SlurmRecord:
     return _slurm_record(rows[0])
 
 
+@contextmanager
 def slurm_records(
     conn: Connection, since: float | None = None, until: float | None = None
-) -> list[SlurmRecord]:
-    """The recorded jobs that started from `since` to `until`, in order of start."""
+) -> Iterator[Iterator[SlurmRecord]]:
+    """The recorded jobs that started from `since` to `until`, in order of start, streamed
+    from the store; use the connection for nothing else inside the block."""
     clauses, params = [], []
     if since is not None:
         clauses.append("t_run >= ?")
@@ -398,8 +402,11 @@ def slurm_records(
         clauses.append("t_run <= ?")
         params.append(until)
     where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
-    sql = f"SELECT {_SLURM_COLUMNS} FROM jobs{where} ORDER BY t_run, cluster, position"
-    return [_slurm_record(r) for r in conn.query(sql, params)]
+    order = "t_run, cluster, position, LENGTH(id), id"  # decimal ids: numeric order
+    sql = f"SELECT {_SLURM_COLUMNS} FROM jobs{where} ORDER BY {order}"
+    names = [name.strip() for name in _SLURM_COLUMNS.split(",")]
+    with conn.stream_rows(sql, params) as rows:
+        yield (_slurm_record(dict(zip(names, row, strict=True))) for row in rows)
 
 
 def log_moments(conn: Connection) -> list[tuple[float, int, int]]:

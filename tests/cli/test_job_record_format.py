@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-import cli.spill
+import cli.echo
+import ledger.spill
 from tests.conftest import T0, Store, create_ledger
 from tests.templates import built
 
@@ -50,13 +51,13 @@ def _site_with_jobs(store: Store, recorded_at: float) -> None:
     store.run("ingest", "-", input="".join(json.dumps(j) + "\n" for j in jobs), now=recorded_at)
 
 
-@pytest.mark.parametrize("batch", [cli.spill.BATCH, 1])
+@pytest.mark.parametrize("batch", [ledger.spill.BATCH, 1])
 def test_default_listing_is_flux_accountings(
     store: Store, batch: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Batches of one row: every row goes to disk and back before anything is printed.
-    monkeypatch.setattr(cli.spill, "BATCH", batch)
-    monkeypatch.setattr(cli.spill, "ECHO_LINES", batch)
+    monkeypatch.setattr(ledger.spill, "BATCH", batch)
+    monkeypatch.setattr(cli.echo, "ECHO_LINES", batch)
     site_with_jobs(store)
     # Columns padded to their widest value, floats with two decimals, " | " between, no rule
     # line, and the blank line flux-accounting's print() of its newline-ended table leaves.
@@ -149,8 +150,8 @@ def test_a_row_the_format_refuses_prints_nothing_of_the_rows_before_it(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The first row is on disk when the second fails, and lines would be written one by one.
-    monkeypatch.setattr(cli.spill, "BATCH", 1)
-    monkeypatch.setattr(cli.spill, "ECHO_LINES", 1)
+    monkeypatch.setattr(ledger.spill, "BATCH", 1)
+    monkeypatch.setattr(cli.echo, "ECHO_LINES", 1)
     site_with_jobs(store)
     # A requested duration is kept as sent; 1e20 s is past what !H (a timedelta) can show.
     job = {"id": 3, "userid": 5001, "t_run": T0, "t_inactive": T0 + 10, "nnodes": 1}

@@ -31,6 +31,7 @@ import json
 
 import pytest
 
+import ledger.spill
 from tests.conftest import DATA, Store
 from tests.templates import built
 
@@ -75,7 +76,11 @@ def audit(site: Store, *args: str) -> dict:
     return json.loads(site.run("report", "priority-audit", "--json", *args, now=NOW).stdout)
 
 
-def test_the_audit_lists_differences_largest_first_with_the_factor(site: Store) -> None:
+@pytest.mark.parametrize("batch", [ledger.spill.BATCH, 1])
+def test_the_audit_lists_differences_largest_first_with_the_factor(
+    site: Store, batch: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ledger.spill, "BATCH", batch)  # 1: each job to disk and back
     result = site.run("report", "priority-audit", now=NOW)
     lines = result.stdout.splitlines()
     assert [line.split(" | ")[0].strip() for line in lines[2:]] == ["106", "104", "102"]
@@ -207,8 +212,12 @@ def test_refused_on_a_weighted_walk_site(store: Store) -> None:
     assert "weighted-walk" in data["slurm"]["refused"]
 
 
-def test_a_job_the_ledger_cannot_price_is_named_not_audited(site: Store) -> None:
+@pytest.mark.parametrize("batch", [ledger.spill.BATCH, 1])
+def test_a_job_the_ledger_cannot_price_is_named_not_audited(
+    site: Store, batch: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Job 201 ran in partition debug, which the ledger never had."""
+    monkeypatch.setattr(ledger.spill, "BATCH", batch)
     site.run("ingest", "--format", "sacct", str(DATA / "slurm" / "audit_unknown.txt"), now=NOW)
     result = site.run("report", "priority-audit", now=NOW)
     assert "5 job(s) audited, 3 differ by more than 0" in result.stderr

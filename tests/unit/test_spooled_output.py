@@ -1,4 +1,4 @@
-"""A listing held on disk (cli.spill) prints what the same rows held in memory print: the JSON
+"""A listing held on disk (ledger.spill) prints what the same rows held in memory print: the JSON
 of json.dumps(indent=2) and the padded table, whatever the rows and however many a batch
 holds."""
 
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import cli.spill
+import ledger.spill
 from cli.output import Output
 
 COLUMNS = ["username", "userid", "shares", "usage"]
@@ -25,13 +25,13 @@ values = st.one_of(
 rows = st.lists(st.fixed_dictionaries({c: values for c in COLUMNS}), max_size=25)
 
 
-@pytest.mark.parametrize("batch", [1, 3, cli.spill.BATCH])
+@pytest.mark.parametrize("batch", [1, 3, ledger.spill.BATCH])
 @given(listed=rows, as_json=st.booleans(), fields=st.sampled_from([None, "usage,username"]))
 def test_a_spooled_listing_is_the_listing(
     batch: int, listed: list[dict[str, Any]], as_json: bool, fields: str | None
 ) -> None:
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(cli.spill, "BATCH", batch)
+        patch.setattr(ledger.spill, "BATCH", batch)
         out = Output(as_json, None, fields)
         spooled = "\n".join(out.spooled(iter(listed), COLUMNS))
     assert spooled == out.render(listed, COLUMNS)
