@@ -37,7 +37,7 @@ from ledger.state import ALGORITHM_KEY, BILLING_WEIGHTS, WEIGHTED_WALK
 from ledger.store.application import Ledger
 from ledger.store.connections import Connection
 
-PAGE_SIZE = 500
+PAGE_SIZE = 50  # events a read holds at once: 50 job batches are 50,000 jobs, tens of MB
 SITE_EVENT_CLASSES: tuple[type[Any], ...] = (ev.LedgerCreated,) + tuple(
     cls
     for cls in vars(ev).values()
@@ -258,43 +258,58 @@ def entry_of(event: Any, position: int) -> Entry:
     raise TypeError(f"no audit line for {type(event).__name__}")
 
 
-def jobs_entry(batches: Sequence[tuple[Any, int]]) -> Entry:
-    """One ingest's job batches (JobsRecorded events of one stamp) as one entry."""
-    first, position = batches[0]
-    jobs = sum(len(event.records) for event, _ in batches)
-    return Entry(
-        position=position,
-        time=float(first.timestamp.timestamp()),
-        actor=str(first.actor or ""),
-        reason=str(first.reason or ""),
-        source=dict(first.source or {}),
-        event=type(first).__name__,
-        action="ingest",
-        kind="jobs",
-        name=None,
-        details={"jobs": jobs, "batches": len(batches)},
-    )
+@dataclass
+class _Ingest:
+    """One ingest's job batches (JobsRecorded events of one stamp) as they are read: the first
+    batch, for its stamp, and counts; the records of the others are not kept (one ingest of a
+    million jobs is a thousand batches)."""
+
+    first: Any
+    position: int
+    jobs: int = 0
+    batches: int = 0
+
+    def add(self, event: Any) -> None:
+        self.jobs += len(event.records)
+        self.batches += 1
+
+    def entry(self) -> Entry:
+        first = self.first
+        return Entry(
+            position=self.position,
+            time=float(first.timestamp.timestamp()),
+            actor=str(first.actor or ""),
+            reason=str(first.reason or ""),
+            source=dict(first.source or {}),
+            event=type(first).__name__,
+            action="ingest",
+            kind="jobs",
+            name=None,
+            details={"jobs": self.jobs, "batches": self.batches},
+        )
 
 
 def entries_of(events: Iterable[tuple[Any, int]]) -> Iterator[Entry]:
     """Entries of (event, position) pairs in log order; consecutive job batches recorded with
     one stamp (one ingest) become one entry, and the job log's opening is left out."""
-    pending: list[tuple[Any, int]] = []
+    pending: _Ingest | None = None
     for event, position in events:
         if isinstance(event, JobLog.JobsRecorded):
-            if pending and _stamp(pending[0][0]) != _stamp(event):
-                yield jobs_entry(pending)
-                pending = []
-            pending.append((event, position))
+            if pending is not None and _stamp(pending.first) != _stamp(event):
+                yield pending.entry()
+                pending = None
+            if pending is None:
+                pending = _Ingest(event, position)
+            pending.add(event)
             continue
-        if pending:
-            yield jobs_entry(pending)
-            pending = []
+        if pending is not None:
+            yield pending.entry()
+            pending = None
         if isinstance(event, JobLog.Opened):
             continue
         yield entry_of(event, position)
-    if pending:
-        yield jobs_entry(pending)
+    if pending is not None:
+        yield pending.entry()
 
 
 def _stamp(event: Any) -> tuple[Any, ...]:

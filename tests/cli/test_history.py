@@ -9,6 +9,8 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+import ledger.store.application
+from projections.queries import history as history_queries
 from tests.builders import job_line
 from tests.conftest import PG_URL, REQUIRE_PG, T0, Store, _pg_reachable
 
@@ -279,3 +281,20 @@ def test_deactivation_cascades_and_reactivations(ledger_store: Store) -> None:
         "2023-11-14T22:14:00+00:00  ops  reactivate-user erin/D: active false → true, shares 1 → 5",
     ]
     assert lines(site, "--user", "erin", "--bank", "D") == lines(site, "--user", "erin")[1:]
+
+
+def test_an_ingest_of_many_batches_is_one_entry_counting_them(
+    ledger_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Batches of two jobs, read one event per page: the entry counts what it no longer holds.
+    monkeypatch.setattr(ledger.store.application, "BATCH_SIZE", 2)
+    monkeypatch.setattr(history_queries, "PAGE_SIZE", 1)
+    s = ledger_store
+    s.run("add-bank", "root", "1", now=T0 + 10)
+    s.run("add-user", "--username", "u", "--userid", "7", "--bank", "root", now=T0 + 10)
+    five = "".join(job_line(n, user="u", end=T0 + 15, seconds=5) + "\n" for n in range(1, 6))
+    s.run("ingest", "-", input=five, now=T0 + 20)
+    s.run("ingest", "-", input=job_line(6, user="u", end=T0 + 25, seconds=5) + "\n", now=T0 + 30)
+    entries = json.loads(s.run("history", "--json", now=T0 + 40).stdout)
+    ingests = [e["details"] for e in entries if e["kind"] == "jobs"]
+    assert ingests == [{"jobs": 5, "batches": 3}, {"jobs": 1, "batches": 1}]
