@@ -78,6 +78,11 @@ class WriteFailed(LedgerError):
         self.problem = problem
 
 
+class NoScratchSpace(LedgerError):
+    """A temporary file (a long listing's lines, verify's rebuild) could not be written: a full
+    or unusable TMPDIR. Nothing of the ledger was changed."""
+
+
 class Interrupted(LedgerError):
     """A command of several transactions stopped after some of them committed: the message
     says how far it got and how to finish."""

@@ -8,10 +8,13 @@ Holding the rows in memory took 2.6 GB for the 1.2 million jobs of one listing.
 
 from __future__ import annotations
 
+import contextlib
 import marshal
 import tempfile
 from collections.abc import Iterator
 from typing import Any
+
+from ledger.errors import NoScratchSpace
 
 BATCH = 10_000  # items per marshalled batch: one batch in memory at a time
 
@@ -21,7 +24,10 @@ class Spill:
     order, once."""
 
     def __init__(self) -> None:
-        self._file = tempfile.TemporaryFile()  # noqa: SIM115 (closed by the Spill itself)
+        try:
+            self._file = tempfile.TemporaryFile()  # noqa: SIM115 (closed by the Spill itself)
+        except OSError as err:
+            raise no_room(err) from None
         self._batch: list[Any] = []
         self.count = 0
 
@@ -29,14 +35,14 @@ class Spill:
         self._batch.append(item)
         self.count += 1
         if len(self._batch) >= BATCH:
-            marshal.dump(self._batch, self._file)
-            self._batch = []
+            self._write()
 
     def replay(self) -> Iterator[Any]:
-        if self._batch:
-            marshal.dump(self._batch, self._file)
-            self._batch = []
-        self._file.seek(0)
+        self._write()
+        try:
+            self._file.seek(0)  # writes out what the file's buffer holds
+        except OSError as err:
+            raise no_room(err) from None
         try:
             while True:
                 try:
@@ -47,8 +53,28 @@ class Spill:
         finally:
             self._file.close()
 
+    def _write(self) -> None:
+        if not self._batch:
+            return
+        try:
+            marshal.dump(self._batch, self._file)
+        except OSError as err:
+            raise no_room(err) from None
+        self._batch = []
+
     def __enter__(self) -> Spill:
         return self
 
     def __exit__(self, *_exc: object) -> None:
-        self._file.close()
+        # A full disk while leaving on an error: that error is the one to report.
+        with contextlib.suppress(OSError):
+            self._file.close()
+
+
+def no_room(err: BaseException) -> NoScratchSpace:
+    """The one line for a temporary file that could not be written."""
+    reason = getattr(err, "strerror", None) or str(err)
+    return NoScratchSpace(
+        f"cannot write a temporary file in {tempfile.gettempdir()}: {reason} "
+        "(set TMPDIR to a directory with room)"
+    )

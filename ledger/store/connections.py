@@ -29,6 +29,7 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlparse
 
 from ledger.errors import InvalidValue, StoreUnavailable
+from ledger.spill import no_room
 
 DEFAULT_URL = "sqlite:///fairledger.db"
 # Lowercase only: PostgreSQL folds unquoted names to lowercase, so "Acct" would name one schema
@@ -419,14 +420,22 @@ def scratch_sqlite(purpose: str) -> Iterator[Connection]:
     and doctor's rebuild of the read models), removed afterwards. On disk rather than in
     memory: it holds a row per job, and a process's memory should not grow with the jobs held.
     Written without a journal or waits for the disk."""
-    with tempfile.TemporaryDirectory(prefix=f"fairledger-{purpose}-") as folder:
-        scratch = Connection(StoreConfig(kind="sqlite", path=os.path.join(folder, "scratch.db")))
-        try:
-            scratch.execute("PRAGMA journal_mode = OFF")
-            scratch.execute("PRAGMA synchronous = OFF")
-            yield scratch
-        finally:
-            scratch.close()
+    try:
+        with tempfile.TemporaryDirectory(prefix=f"fairledger-{purpose}-") as folder:
+            path = os.path.join(folder, "scratch.db")
+            scratch = Connection(StoreConfig(kind="sqlite", path=path))
+            try:
+                scratch.execute("PRAGMA journal_mode = OFF")
+                scratch.execute("PRAGMA synchronous = OFF")
+                yield scratch
+            finally:
+                scratch.close()
+    except OSError as err:
+        raise no_room(err) from None
+    except sqlite3.OperationalError as err:
+        if "full" not in str(err):  # SQLITE_FULL: "database or disk is full"
+            raise
+        raise no_room(err) from None
 
 
 def sqlite_connect(path: str) -> sqlite3.Connection:

@@ -4,6 +4,7 @@ every {jobid.FORM}, flux's conversions), byte for byte, on both stores."""
 from __future__ import annotations
 
 import json
+import tempfile
 
 import pytest
 
@@ -164,6 +165,18 @@ def test_a_row_the_format_refuses_prints_nothing_of_the_rows_before_it(
         "'{jobid.dec} {requested_duration!H}': field requested_duration: "
     )
     assert result.stderr.count("\n") == 1
+
+
+def test_no_room_for_the_listing_is_one_line(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    site_with_jobs(store)
+    monkeypatch.setattr(tempfile, "tempdir", "/nonexistent/fairledger-tmp")  # as a full TMPDIR
+    for shown in ((), ("--json",), ("-o", "{jobid}")):
+        result = store.run("view-job-records", *shown, expect=1)
+        assert result.stdout == ""
+        assert result.stderr == (
+            "fairledger: cannot write a temporary file in /nonexistent/fairledger-tmp: "
+            "No such file or directory (set TMPDIR to a directory with room)\n"
+        )
 
 
 def test_a_bad_format_is_refused_with_no_jobs_too(store: Store) -> None:

@@ -5,6 +5,7 @@ read model that drifted from the log."""
 from __future__ import annotations
 
 import sqlite3
+import tempfile
 from typing import Any
 
 import pytest
@@ -63,6 +64,17 @@ def verify_error(store: Store) -> str:
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
     return lines[0]
+
+
+def test_no_room_for_the_rebuild_is_one_line(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    small_site(store)
+    # A temporary directory that cannot be written (as a full TMPDIR): verify's rebuild and its
+    # sorts have nowhere to go.
+    monkeypatch.setattr(tempfile, "tempdir", "/nonexistent/fairledger-tmp")
+    assert verify_error(store) == (
+        "fairledger: cannot write a temporary file in /nonexistent/fairledger-tmp: "
+        "No such file or directory (set TMPDIR to a directory with room)"
+    )
 
 
 def test_verify_passes_and_prints_the_chain_head(store: Store) -> None:

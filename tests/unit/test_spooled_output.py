@@ -5,6 +5,7 @@ holds."""
 from __future__ import annotations
 
 import json
+import resource
 from typing import Any
 
 import pytest
@@ -13,6 +14,7 @@ from hypothesis import strategies as st
 
 import ledger.spill
 from cli.output import Output
+from ledger.errors import NoScratchSpace
 
 COLUMNS = ["username", "userid", "shares", "usage"]
 values = st.one_of(
@@ -51,3 +53,19 @@ def test_unknown_fields_are_refused_before_a_row_is_read() -> None:
 
     with pytest.raises(Exception, match="invalid fields: nope"):
         Output(False, None, "nope").spooled(never(), COLUMNS)
+
+
+def test_a_temporary_file_that_cannot_be_written_is_one_ledger_error() -> None:
+    # The process may write no file past 64 KB (Python ignores SIGXFSZ, so the write fails
+    # with EFBIG), as a full TMPDIR would refuse it.
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    spill = ledger.spill.Spill()
+    resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, hard))
+    try:
+        with pytest.raises(NoScratchSpace, match=r"^cannot write a temporary file in .*TMPDIR"):
+            for n in range(100_000):
+                spill.add(("x" * 20, n))
+            list(spill.replay())
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        spill.__exit__(None, None, None)
