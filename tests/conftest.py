@@ -7,7 +7,8 @@ skipped, unless FAIRLEDGER_REQUIRE_POSTGRES=1 (CI), where they fail instead.
 The suite runs in parallel (pytest-xdist, `-n auto` in pyproject.toml; `-n 0` for one process):
 every test has its own tmp_path and schema, and nothing else is shared. A `ledger_store`, and
 the sites tests build with `tests.templates.built`, are copies of a ledger made once per
-process by the same CLI commands (tests/templates.py says how).
+process by the same CLI commands (tests/templates.py says how). A process keeps its PostgreSQL
+sessions between the commands it runs, reset as new ones (tests/pg_sessions.py says why).
 
 Hypothesis: the default profile runs each property 100 times (the slow ones used to ask for
 200-300); FAIRLEDGER_HYPOTHESIS_PROFILE=thorough runs each 1,000 times, for a change to the
@@ -28,6 +29,7 @@ from click.testing import CliRunner, Result
 from hypothesis import settings
 
 from cli.main import cli
+from tests import pg_sessions
 from tests.templates import built, drop_schema
 
 PG_URL = os.environ.get("FAIRLEDGER_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
@@ -35,6 +37,8 @@ PG_BASE = PG_URL.split("?")[0]  # the server and database; each test adds its ?s
 REQUIRE_PG = os.environ.get("FAIRLEDGER_REQUIRE_POSTGRES") == "1"
 DATA = Path(__file__).parent / "data"
 T0 = 1_700_000_000  # a fixed ledger time keeps outputs (creation_time, ...) reproducible
+
+pg_sessions.install()  # PostgreSQL sessions kept between in-process commands (its docstring)
 
 settings.register_profile("thorough", max_examples=1000)
 settings.load_profile(os.environ.get("FAIRLEDGER_HYPOTHESIS_PROFILE", "default"))
