@@ -11,23 +11,11 @@ from typing import Any
 from ledger.store.connections import Connection
 
 _OPS = {"<": "<", "<=": "<=", "=": "=", ">=": ">=", ">": ">"}
-_RECORD_COLUMNS = (
-    "cluster",
-    "id",
-    "userid",
-    "username",
-    "bank",
-    "queue",
-    "project",
-    "t_submit",
-    "t_run",
-    "t_inactive",
-    "nnodes",
-    "ncores",
-    "ngpus",
-    "charge",
-    "extra",
+_RECORD_SELECT = (
+    "cluster, id, userid, username, bank, queue, project, t_submit, t_run, t_inactive, nnodes, "
+    "ncores, ngpus, charge, extra"
 )
+_RECORD_COLUMNS = tuple(name.strip() for name in _RECORD_SELECT.split(","))
 
 
 @contextmanager
@@ -82,7 +70,7 @@ def job_records(
         params.append(value)
     where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
     sql = (
-        f"SELECT {', '.join(_RECORD_COLUMNS)} FROM jobs"
+        f"SELECT {_RECORD_SELECT} FROM jobs"
         + where
         + " ORDER BY t_inactive, LENGTH(id), id"  # decimal ids: numeric order
     )
