@@ -4,9 +4,8 @@ job id).
 
 Pass 1 validates the input in chunks of CHUNK_LINES into a private spool, so that a bad line
 records nothing and a million-line input never sits in memory; pass 2 records the spool in
-transactions of RECORD_LINES jobs (by store). A pass-2 failure after some transactions
-committed says how many jobs are recorded: running the same command again completes the
-input."""
+transactions of RECORD_LINES jobs. A pass-2 failure after some transactions committed says
+how many jobs are recorded: running the same command again completes the input."""
 
 from __future__ import annotations
 
@@ -29,13 +28,13 @@ if TYPE_CHECKING:
     from ledger.state import SiteState
 
 CHUNK_LINES = 50_000  # lines validated at a time: bounds memory on million-job files
-# Jobs recorded per transaction, by store. PostgreSQL: 5 events of 1,000 jobs; much larger saves
-# (50 events, ~8 MB in one INSERT) hung there: the library's pipelined insert waited on the
-# server while the server waited on the rest of the statement. SQLite: 25 events. Each commit
-# writes every index page its jobs touched to the WAL, and the jobs' user index is touched at
-# random: at 5,000 jobs a transaction the commits cost 15 µs a job; at 25,000, 125,000 jobs into
-# a 1.2M-job ledger took 6.9 s instead of 8.5 (larger gained nothing more).
-RECORD_LINES = {"sqlite": 25_000, "postgresql": 5_000}
+# Jobs recorded per transaction: 25 events of 1,000 jobs. Each commit writes every index page
+# its jobs touched, and the jobs' user index is touched at random: on SQLite, 5,000 jobs a
+# transaction spent 15 µs a job committing, and 125,000 jobs into a 1.2M-job ledger took 8.5 s
+# against 6.9 s at 25,000 (PostgreSQL 8.1-8.2 s against 7.6 s; larger gained nothing more).
+# (5,000 was kept while the library's pipelined insert of 50 events could hang PostgreSQL;
+# the log's own tables insert one event a statement since.)
+RECORD_LINES = 25_000
 # Jobs recorded by one run from which the tables' planner statistics are refreshed (PostgreSQL's
 # ANALYZE, ~0.1-0.3 s): a load this large changes the row counts the next commands plan with.
 BULK_LOAD_JOBS = 50_000
@@ -229,7 +228,7 @@ def _record_spool(
     resolver = AssociationResolver(state)
     done = 0
     notes.progress(done, result.lines)
-    for chunk in _chunks(spooled(spool), RECORD_LINES[s.store.kind]):
+    for chunk in _chunks(spooled(spool), RECORD_LINES):
         try:
             outcome = s.ledger.record_jobs(chunk, reason=reason, source=origin)
         except LedgerError as err:

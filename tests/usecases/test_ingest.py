@@ -103,7 +103,7 @@ def test_a_conflicting_job_is_returned_and_noted_not_recorded(session: Session) 
 def test_records_in_transactions_and_reports_progress(
     session: Session, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(ingest_usecase, "RECORD_LINES", {"sqlite": 2, "postgresql": 2})
+    monkeypatch.setattr(ingest_usecase, "RECORD_LINES", 2)
     progress: list[tuple[int, int]] = []
     result = ingest(
         session,
@@ -119,7 +119,7 @@ def test_records_in_transactions_and_reports_progress(
 def test_a_failure_after_some_transactions_says_how_far_and_rerunning_completes(
     session: Session, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(ingest_usecase, "RECORD_LINES", {"sqlite": 2, "postgresql": 2})
+    monkeypatch.setattr(ingest_usecase, "RECORD_LINES", 2)
     ledger = session.ledger
     real_record = ledger.record_jobs
     calls = {"n": 0}
