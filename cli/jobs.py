@@ -99,7 +99,7 @@ FLOAT_JOB_COLUMNS = {
 def _default_listing(rows: Iterable[dict[str, Any]]) -> Iterator[str]:
     """flux-accounting's default listing is itself a format: each column left-aligned to its
     widest value (floats with two decimals), joined by " | ". The widths need every row, so
-    the rows are held on disk between the two passes (cli.spill)."""
+    the rows are held on disk between the two passes (ledger.spill)."""
     widths = {column: len(column) for column in JOB_COLUMNS}
     with Spill() as spill:
         for row in rows:
