@@ -195,6 +195,24 @@ EpochSeconds = Annotated[
 LATEST_TIME = "latest_time"  # validation context: the latest time a job may have ended
 
 
+# TRES names already accepted, each with its key (lowercase): a sacct job names four or more,
+# nearly always the same few. Bounded, for names that never repeat.
+_TRES_KEYS: dict[str, str] = {}
+TRES_NAMES_KEPT = 4_096
+
+
+def _check_tres_name(name: Any) -> None:
+    """Refuse a TRES name that is not a name; remember one that is."""
+    if not isinstance(name, str) or not name.strip() or name != name.strip():
+        raise ValueError(f"TRES name {_show(name)} is not a name (e.g. cpu, gres/gpu)")
+    try:
+        bounds.check_name("TRES name", name)
+    except InvalidValue as exc:
+        raise ValueError(str(exc)) from None
+    if type(name) is str and len(_TRES_KEYS) < TRES_NAMES_KEPT:
+        _TRES_KEYS[name] = name.lower()
+
+
 class JobRecord(BaseModel):
     """One completed job. Fields not named here are kept (extra="allow"), so whatever a site
     adds to its ingest lines survives in the recorded event."""
@@ -231,19 +249,16 @@ class JobRecord(BaseModel):
             return None
         counts: dict[str, float] = {}
         for name, count in value.items():
-            if not name.strip() or name != name.strip():
-                raise ValueError(f"TRES name {_show(name)} is not a name (e.g. cpu, gres/gpu)")
-            try:
-                bounds.check_name("TRES name", name)
-            except InvalidValue as exc:
-                raise ValueError(str(exc)) from None
+            if name not in _TRES_KEYS:
+                _check_tres_name(name)
             if not _is_number(count) or not math.isfinite(count) or count < 0:
                 raise ValueError(f"{printable_field(name)}: {_show(count)} is not a count >= 0")
             if count > COUNT_MAX:
                 raise ValueError(
                     f"{printable_field(name)}: {_show(count)} is more than {COUNT_MAX}"
                 )
-            counts[name.lower()] = counts.get(name.lower(), 0) + count
+            key = _TRES_KEYS.get(name) or name.lower()
+            counts[key] = counts.get(key, 0) + count
         return counts
 
     @model_validator(mode="before")

@@ -154,6 +154,23 @@ def test_names_have_a_length_limit_and_keep_unicode() -> None:
             bounds.check_name("bank", name)
 
 
+def test_a_name_accepted_once_is_accepted_again_and_the_memory_of_them_is_bounded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(bounds, "_ACCEPTED_NAMES", set())
+    monkeypatch.setattr(bounds, "ACCEPTED_NAMES_KEPT", 3)
+    for name in ("a", "b", "c", "d", "e"):
+        assert bounds.check_name("bank", name) == name
+        assert bounds.check_name("user", name) == name  # as often as it comes
+    assert {"a", "b", "c"} == bounds._ACCEPTED_NAMES
+    # Refused names are never remembered, whatever came before.
+    for name in ("a\x00b", "", "x" * (bounds.NAME_MAX_LENGTH + 1)):
+        for _ in range(2):
+            with pytest.raises(InvalidValue):
+                bounds.check_name("bank", name)
+    assert {"a", "b", "c"} == bounds._ACCEPTED_NAMES
+
+
 def test_reasons_are_one_printable_line() -> None:
     assert bounds.check_text("reason", "grant #12 — approved") == "grant #12 — approved"
     for text in ("a\nb", "\x1b]0;title\x07", "a\x00"):

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+import ledger.jobs as jobs_module
 from ledger.errors import InvalidValue
 from ledger.ingest import job_billing, to_record
 from ledger.jobs import JobRecord, validate_job
@@ -39,11 +40,25 @@ def weighted(name: str = "batch", text: str = WEIGHTS):  # type: ignore[no-untyp
 
 # --- the record's tres ---------------------------------------------------------------------------
 def test_tres_is_kept_lower_cased_with_numbers() -> None:
-    assert job(tres={"CPU": 8, "Mem": 1536.5, "gres/gpu": 2}).tres == {
-        "cpu": 8,
-        "mem": 1536.5,
-        "gres/gpu": 2,
-    }
+    for _ in range(2):  # the second time, from the names already accepted
+        assert job(tres={"CPU": 8, "Mem": 1536.5, "gres/gpu": 2}).tres == {
+            "cpu": 8,
+            "mem": 1536.5,
+            "gres/gpu": 2,
+        }
+    # Two spellings of one name add up, however many of them were seen before.
+    assert job(tres={"CPU": 2, "cpu": 1}).tres == {"cpu": 3}
+
+
+def test_tres_names_past_the_remembered_ones_are_checked_and_keyed_the_same(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(jobs_module, "_TRES_KEYS", {})
+    monkeypatch.setattr(jobs_module, "TRES_NAMES_KEPT", 1)
+    assert job(tres={"CPU": 1, "Mem": 2, "Node": 1}).tres == {"cpu": 1, "mem": 2, "node": 1}
+    assert jobs_module._TRES_KEYS == {"CPU": "cpu"}
+    with pytest.raises(InvalidValue, match='TRES name " mem" is not a name'):
+        job(tres={"CPU": 1, " mem": 2})
 
 
 @pytest.mark.parametrize(
