@@ -14,6 +14,7 @@ from cli.output import Output, output_options
 from cli.params import TIME, AsOf, as_of_option
 from cli.record_format import RecordFormat
 from cli.session import change_options, session
+from ledger.bounds import printable
 from ledger.errors import InvalidValue
 from ledger.job_ids import parse_job_id
 from ledger.spill import Spill
@@ -84,7 +85,6 @@ JOB_COLUMNS = [
     "duration_delta",
 ]
 ALL_JOB_COLUMNS = JOB_COLUMNS + ["id", "cluster", "queue", "ncores", "ngpus", "charge"]
-_LISTED = (*JOB_COLUMNS, "id")  # what the default listing reads of each row
 # Shown with two decimals in the default listing (flux-accounting's JOB_RECORD_FLOAT_FIELDS).
 FLOAT_JOB_COLUMNS = {
     "t_submit",
@@ -98,25 +98,36 @@ FLOAT_JOB_COLUMNS = {
 
 def _default_listing(rows: Iterable[dict[str, Any]]) -> Iterator[str]:
     """flux-accounting's default listing is itself a format: each column left-aligned to its
-    widest value (floats with two decimals), joined by " | ". The widths need every row, so
-    the rows are held on disk between the two passes (ledger.spill)."""
+    widest value (floats with two decimals), joined by " | ". What that format prints, cell by
+    cell: each value's text (`{c:<w}` is the text padded, `{c:<w.2f}` the `.2f` text padded)
+    is made as the row is read, and padded once every width is known; the cells are held on
+    disk between the two passes (ledger.spill). A width is measured before names are escaped
+    (ledger.bounds.printable), as the format's widths were."""
     widths = {column: len(column) for column in JOB_COLUMNS}
     with Spill() as spill:
         for row in rows:
-            shown = tuple("" if row[c] is None else row[c] for c in _LISTED)
-            for column, value in zip(JOB_COLUMNS, shown, strict=False):
-                text = f"{value:.2f}" if column in FLOAT_JOB_COLUMNS else str(value)
-                if len(text) > widths[column]:
-                    widths[column] = len(text)
-            spill.add(shown)
-        listing = " | ".join(
-            f"{{{c}:<{widths[c]}.2f}}" if c in FLOAT_JOB_COLUMNS else f"{{{c}:<{widths[c]}}}"
-            for c in JOB_COLUMNS
-        )
-        chosen = RecordFormat(listing, ALL_JOB_COLUMNS)
-        yield from chosen.spooled(
-            dict(zip(_LISTED, values, strict=True)) for values in spill.replay()
-        )
+            cells = []
+            for column in JOB_COLUMNS:
+                value = "" if row[column] is None else row[column]
+                if column in FLOAT_JOB_COLUMNS:
+                    text = measured = _two_decimals(row, column, value)
+                elif column == "jobid" or not isinstance(value, str):
+                    text = measured = str(value)
+                else:
+                    text, measured = printable(value), value
+                widths[column] = max(widths[column], len(measured))
+                cells.append(text)
+            spill.add(tuple(cells))
+        ordered = [widths[c] for c in JOB_COLUMNS]
+        yield " | ".join(c.ljust(w) for c, w in zip(JOB_COLUMNS, ordered, strict=True))
+        for cells in spill.replay():
+            yield " | ".join(c.ljust(w) for c, w in zip(cells, ordered, strict=True))
+
+
+def _two_decimals(row: dict[str, Any], column: str, value: Any) -> str:
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        raise InvalidValue(f"job {row['jobid']}: {column} {value!r} is not a number")
+    return f"{value:.2f}"
 
 
 def _duration_filter(exprs: tuple[str, ...], name: str) -> list[Comparison]:

@@ -13,7 +13,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import ledger.spill
+from cli.jobs import ALL_JOB_COLUMNS, FLOAT_JOB_COLUMNS, JOB_COLUMNS, _default_listing
 from cli.output import Output
+from cli.record_format import RecordFormat
 from ledger.errors import NoScratchSpace
 
 COLUMNS = ["username", "userid", "shares", "usage"]
@@ -69,3 +71,44 @@ def test_a_temporary_file_that_cannot_be_written_is_one_ledger_error() -> None:
     finally:
         resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
         spill.__exit__(None, None, None)
+
+
+job_rows = st.lists(
+    st.fixed_dictionaries(
+        {
+            "jobid": st.text(min_size=1, max_size=10),
+            "username": st.none() | st.text(max_size=12),
+            "userid": st.none() | st.integers(min_value=0, max_value=2**31),
+            "nnodes": st.integers(min_value=0, max_value=10**6),
+            "project": st.none() | st.text(max_size=12),
+            "bank": st.none() | st.text(max_size=12),
+            **{
+                column: st.floats(allow_nan=False, allow_infinity=False, width=64)
+                for column in FLOAT_JOB_COLUMNS
+            },
+        }
+    ),
+    max_size=20,
+)
+
+
+@given(listed=job_rows)
+def test_the_default_listing_is_the_format_flux_accounting_builds(
+    listed: list[dict[str, Any]],
+) -> None:
+    """Beside the listing as flux-accounting makes it: the format string of each column at
+    its widest value (str() of it; floats to two decimals), applied row by row by -o's own
+    formatter."""
+    widths = {c: len(c) for c in JOB_COLUMNS}
+    shown = [{c: "" if v is None else v for c, v in row.items()} for row in listed]
+    for row in shown:
+        for c in JOB_COLUMNS:
+            text = f"{row[c]:.2f}" if c in FLOAT_JOB_COLUMNS else str(row[c])
+            widths[c] = max(widths[c], len(text))
+    fmt = " | ".join(
+        f"{{{c}:<{widths[c]}.2f}}" if c in FLOAT_JOB_COLUMNS else f"{{{c}:<{widths[c]}}}"
+        for c in JOB_COLUMNS
+    )
+    reference = RecordFormat(fmt, ALL_JOB_COLUMNS)
+    expected = [reference.header()] + [reference.line(row) for row in shown]
+    assert list(_default_listing(iter(listed))) == expected
