@@ -361,27 +361,44 @@ class Connection:
         chunks (libpq's chunked rows mode). Use the connection for nothing else inside the
         block: on leaving it, a stream not read to its end is cancelled, so that an error
         while reading leaves the connection free for the ROLLBACK."""
-        rows = self._stream(sql, params, size)
+        rows = self._stream(sql, params, size, named=False)
+        try:
+            yield rows
+        finally:
+            rows.close()
+
+    @contextmanager
+    def stream_query(
+        self, sql: str, params: Sequence[Any] = (), size: int = STREAM_BATCH_ROWS
+    ) -> Iterator[Iterator[dict[str, Any]]]:
+        """query()'s rows (dicts by column name), streamed as stream_rows streams its tuples:
+        for a listing of every job, where a dict per row costs little beside printing it."""
+        rows = self._stream(sql, params, size, named=True)
         try:
             yield rows
         finally:
             rows.close()
 
     def _stream(
-        self, sql: str, params: Sequence[Any], size: int
-    ) -> Generator[tuple[Any, ...], None, None]:
+        self, sql: str, params: Sequence[Any], size: int, named: bool
+    ) -> Generator[Any, None, None]:
         if self.config.is_postgres:
-            from psycopg import pq
+            from psycopg import pq, rows
 
             # Chunks need libpq 17 (psycopg's binary wheel brings its own); an older one
             # streams a row at a time.
             chunk = size if pq.version() >= 170000 else 1
-            with self.raw.cursor() as cur:
+            factory = rows.dict_row if named else rows.tuple_row
+            with self.raw.cursor(row_factory=factory) as cur:
                 yield from cur.stream(self._sql(sql), tuple(params), size=chunk)
             return
         cur = self.raw.execute(sql, tuple(params))
+        names = [d[0] for d in cur.description] if named else []
         while batch := cur.fetchmany(size):
-            yield from batch
+            if named:
+                yield from (dict(zip(names, row, strict=True)) for row in batch)
+            else:
+                yield from batch
 
     @contextmanager
     def transaction(self) -> Iterator[Connection]:

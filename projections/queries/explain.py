@@ -404,9 +404,8 @@ def slurm_records(
     where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
     order = "t_run, cluster, position, LENGTH(id), id"  # decimal ids: numeric order
     sql = f"SELECT {_SLURM_COLUMNS} FROM jobs{where} ORDER BY {order}"
-    names = [name.strip() for name in _SLURM_COLUMNS.split(",")]
-    with conn.stream_rows(sql, params) as rows:
-        yield (_slurm_record(dict(zip(names, row, strict=True))) for row in rows)
+    with conn.stream_query(sql, params) as rows:
+        yield (_slurm_record(row) for row in rows)
 
 
 def log_moments(conn: Connection) -> list[tuple[float, int, int]]:

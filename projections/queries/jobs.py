@@ -11,11 +11,6 @@ from typing import Any
 from ledger.store.connections import Connection
 
 _OPS = {"<": "<", "<=": "<=", "=": "=", ">=": ">=", ">": ">"}
-_RECORD_SELECT = (
-    "cluster, id, userid, username, bank, queue, project, t_submit, t_run, t_inactive, nnodes, "
-    "ncores, ngpus, charge, extra"
-)
-_RECORD_COLUMNS = tuple(name.strip() for name in _RECORD_SELECT.split(","))
 
 
 @contextmanager
@@ -70,21 +65,21 @@ def job_records(
         params.append(value)
     where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
     sql = (
-        f"SELECT {_RECORD_SELECT} FROM jobs"
+        "SELECT cluster, id, userid, username, bank, queue, project, t_submit, t_run, t_inactive,"
+        " nnodes, ncores, ngpus, charge, extra FROM jobs"
         + where
         + " ORDER BY t_inactive, LENGTH(id), id"  # decimal ids: numeric order
     )
-    with conn.stream_rows(sql, params) as rows:
+    with conn.stream_query(sql, params) as rows:
         yield _selected(rows, requested, delta)
 
 
 def _selected(
-    rows: Iterator[tuple[Any, ...]],
+    rows: Iterator[dict[str, Any]],
     requested: list[tuple[str, float]] | None,
     delta: list[tuple[str, float]] | None,
 ) -> Iterator[dict[str, Any]]:
-    for values in rows:
-        row = dict(zip(_RECORD_COLUMNS, values, strict=True))
+    for row in rows:
         extra = json.loads(row.pop("extra") or "{}")
         row["requested_duration"] = _seconds(extra.get("requested_duration"))
         row["actual_duration"] = row["t_inactive"] - row["t_run"]
@@ -117,9 +112,6 @@ def _passes(value: float, tests: list[tuple[str, float]] | None) -> bool:
     return all(checks[op](limit) for op, limit in tests or [])
 
 
-_USAGE_REPORT_COLUMNS = ("username", "userid", "bank", "nnodes", "t_run", "t_inactive")
-
-
 @contextmanager
 def usage_report_jobs(
     conn: Connection, start: float, end: float
@@ -127,12 +119,12 @@ def usage_report_jobs(
     """Jobs for view-usage-report: ended within [start, end] (flux-accounting also requires
     t_run > start - 7 days, which we keep so the numbers match); streamed, since a report over
     a year reads most of the ledger. Use the connection for nothing else inside the block."""
-    sql = (
-        f"SELECT {', '.join(_USAGE_REPORT_COLUMNS)} FROM jobs "
-        "WHERE t_inactive >= ? AND t_inactive <= ? AND t_run > ?"
-    )
-    with conn.stream_rows(sql, (start, end, start - 7 * 86400)) as rows:
-        yield (dict(zip(_USAGE_REPORT_COLUMNS, row, strict=True)) for row in rows)
+    with conn.stream_query(
+        "SELECT username, userid, bank, nnodes, t_run, t_inactive FROM jobs "
+        "WHERE t_inactive >= ? AND t_inactive <= ? AND t_run > ?",
+        (start, end, start - 7 * 86400),
+    ) as rows:
+        yield rows
 
 
 def newest_t_inactive(conn: Connection) -> float | None:

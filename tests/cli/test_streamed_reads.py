@@ -1,6 +1,6 @@
-"""Connection.stream_rows: a read of every job held a few thousand rows at a time, on both
-stores; a stream left unfinished by an error leaves the connection usable, so the transaction
-it was in can still be rolled back."""
+"""Connection.stream_rows (and stream_query, its dicts): a read of every job held a few
+thousand rows at a time, on both stores; a stream left unfinished by an error leaves the
+connection usable, so the transaction it was in can still be rolled back."""
 
 from __future__ import annotations
 
@@ -33,6 +33,12 @@ def test_every_row_comes_in_batches_in_the_selects_order(store: Store) -> None:
             got = list(rows)
         assert got == [(n, n / 2) for n in range(10, ROWS)]
         assert conn.rows("SELECT COUNT(*) FROM numbers") == [(ROWS,)]  # free again
+        # The same rows as query() gives them, by column name.
+        with conn.stream_query(
+            "SELECT n, half FROM numbers WHERE n >= ? ORDER BY n", (10,), size=1_000
+        ) as named:
+            assert list(named) == [{"n": n, "half": n / 2} for n in range(10, ROWS)]
+        assert conn.rows("SELECT COUNT(*) FROM numbers") == [(ROWS,)]
     finally:
         conn.close()
 
