@@ -1,0 +1,139 @@
+"""The suite's PostgreSQL copies of a template (tests/templates.py): a copy kept for the next test
+holds exactly what a replayed copy holds, and a copy its test changed beyond its rows (DDL, a
+GRANT, planner statistics) is dropped instead of kept."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+
+from tests import templates
+from tests.conftest import PG_BASE, REQUIRE_PG, T0, Store, _pg_reachable
+from tests.templates import built, drop_schema
+
+
+def _site(store: Store) -> None:
+    store.run("create-db")
+    store.run("add-bank", "root", "1")
+    store.run("add-bank", "--parent-bank", "root", "A", "1")
+    store.run("add-user", "--username", "alice", "--userid", "1001", "--bank", "A")
+
+
+@pytest.fixture
+def admin() -> Iterator[psycopg.Connection[Any]]:
+    problem = _pg_reachable()
+    if problem is not None:
+        if REQUIRE_PG:
+            pytest.fail(f"PostgreSQL required but unreachable at {PG_BASE}: {problem}")
+        pytest.skip(f"PostgreSQL unreachable at {PG_BASE}: {problem}")
+    with psycopg.connect(PG_BASE, autocommit=True) as conn:
+        yield conn
+
+
+@pytest.fixture
+def schemas() -> Iterator[list[str]]:
+    """Names for test schemas, each dropped at the end whatever became of it."""
+    names = [f"t_{uuid.uuid4().hex[:12]}" for _ in range(3)]
+    yield names
+    for name in names:
+        drop_schema(PG_BASE, name)
+
+
+def _copy(schema: str) -> Store:
+    store = Store("postgres", f"{PG_BASE}?schema={schema}")
+    built(store, _site)
+    return store
+
+
+def _template() -> templates.PgTemplate:
+    (found,) = [
+        source
+        for key, (source, _value) in templates._TEMPLATES.items()
+        if key[0] == "postgres" and key[2] == _site.__qualname__ and key[1] == __name__
+    ]
+    assert isinstance(found, templates.PgTemplate)
+    return found
+
+
+def _contents(admin: psycopg.Connection[Any], schema: str) -> dict[str, Any]:
+    """Every table's rows in the order a scan returns them, and the log's sequence."""
+    tables = [
+        name
+        for (name,) in admin.execute(
+            "SELECT relname FROM pg_class WHERE relnamespace = %s::regnamespace "
+            "AND relkind = 'r' ORDER BY relname",
+            (schema,),
+        )
+    ]
+    out: dict[str, Any] = {
+        t: admin.execute(f'SELECT * FROM "{schema}"."{t}"').fetchall() for t in tables
+    }
+    out["sequence"] = admin.execute(
+        f'SELECT last_value, is_called FROM "{schema}".ledger_events_notification_id_seq'
+    ).fetchone()
+    return out
+
+
+def _exists(admin: psycopg.Connection[Any], schema: str) -> bool:
+    found = admin.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,))
+    return found.fetchone() is not None
+
+
+def test_a_kept_copy_holds_what_a_replayed_copy_holds(
+    admin: psycopg.Connection[Any], schemas: list[str]
+) -> None:
+    first = _copy(schemas[0])
+    template = _template()
+    spare = len(template.spare)
+    replayed = _contents(admin, schemas[0])
+    first.run("add-bank", "--parent-bank", "root", "B", "2")
+    first.run("add-user", "--username", "bob", "--userid", "1002", "--bank", "B")
+    drop_schema(PG_BASE, schemas[0])
+    assert not _exists(admin, schemas[0])
+    assert len(template.spare) == spare + 1  # kept, under a spare name
+
+    second = _copy(schemas[1])
+    assert len(template.spare) == spare  # the kept copy, renamed
+    assert _contents(admin, schemas[1]) == replayed
+    # The log goes on from the template's last event, as in a replayed copy.
+    second.run("add-bank", "--parent-bank", "root", "C", "1", now=T0 + 1)
+    position = admin.execute(f'SELECT max(notification_id) FROM "{schemas[1]}".ledger_events')
+    assert position.fetchone()[0] == replayed["sequence"][0] + 1
+    second.run("verify", now=None)  # exit 0: the chain and the read models hold
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        'CREATE INDEX ON "{schema}".jobs (cluster)',
+        'GRANT USAGE ON SCHEMA "{schema}" TO PUBLIC',  # names no schema in the DDL log
+        'ANALYZE "{schema}".bank_table',
+    ],
+)
+def test_a_copy_changed_beyond_its_rows_is_dropped(
+    admin: psycopg.Connection[Any], schemas: list[str], change: str
+) -> None:
+    _copy(schemas[0])
+    template = _template()
+    spare = len(template.spare)
+    with psycopg.connect(PG_BASE, autocommit=True) as other:
+        other.execute(change.format(schema=schemas[0]))
+    drop_schema(PG_BASE, schemas[0])
+    assert not _exists(admin, schemas[0])
+    assert len(template.spare) == spare
+
+
+def test_ddl_in_another_schema_leaves_a_copy_kept(
+    admin: psycopg.Connection[Any], schemas: list[str]
+) -> None:
+    _copy(schemas[0])
+    template = _template()
+    spare = len(template.spare)
+    with psycopg.connect(PG_BASE, autocommit=True) as other:
+        other.execute(f'CREATE SCHEMA "{schemas[2]}"; CREATE TABLE "{schemas[2]}".t (a int)')
+    drop_schema(PG_BASE, schemas[0])
+    assert len(template.spare) == spare + 1
