@@ -30,7 +30,7 @@ from hypothesis import settings
 
 from cli.main import cli
 from tests import pg_sessions
-from tests.templates import built, drop_schema, finish_run
+from tests.templates import built, drop_kept, drop_schema, finish_run
 
 PG_URL = os.environ.get("FAIRLEDGER_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 PG_BASE = PG_URL.split("?")[0]  # the server and database; each test adds its ?schema=
@@ -61,9 +61,10 @@ def _pg_reachable() -> str | None:
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    """What the test processes leave in the PostgreSQL database cleaned up (tests/templates.py
-    says what) by the process that started them all, once they are done: the controller, or
-    the only process."""
+    """Each process drops the schemas it kept (tests/templates.py), and the process that
+    started them all, once they are done (the controller, or the only process), cleans up what
+    they shared."""
+    drop_kept()
     if not hasattr(session.config, "workerinput"):
         finish_run(PG_BASE)
 

@@ -352,12 +352,16 @@ def _refill_sql(admin: Any, template: str) -> str:
 
 
 @atexit.register
-def _drop_kept() -> None:
+def drop_kept() -> None:
+    """This process's templates and spare copies dropped: at the end of its test session,
+    before the run's VACUUM (`finish_run`), and at exit if it never got there."""
     if not _ADMIN or _ADMIN[0].closed:
         return
-    for template in _KEPT_SCHEMAS:
+    while _KEPT_SCHEMAS:
+        template = _KEPT_SCHEMAS.pop()
         for schema in (template.schema, *(name for name, _ in template.spare)):
             try:
                 _ADMIN[0].execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
             except Exception:  # the server may be gone at exit; nothing else can be done
                 return
+        template.spare.clear()
