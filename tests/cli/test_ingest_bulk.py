@@ -93,33 +93,33 @@ def test_a_jobs_row_already_there_is_kept_not_doubled(ledger_store: Store, tmp_p
         conn.close()
 
 
+def _table_stat(url: str, table: str, query: str) -> float:
+    """`query`'s n for `table` of the store's schema (query's parameters: schema, table)."""
+    conn = Connection(parse_store_url(url))
+    try:
+        return float(conn.query(query, (conn.config.schema, table))[0]["n"])
+    finally:
+        conn.close()
+
+
 def _planned_rows(url: str, table: str) -> float:
     """PostgreSQL's row estimate for `table` (-1: never analyzed)."""
-    conn = Connection(parse_store_url(url))
-    try:
-        rows = conn.query(
-            "SELECT reltuples AS n FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace "
-            "WHERE s.nspname = ? AND c.relname = ?",
-            (conn.config.schema, table),
-        )
-        return float(rows[0]["n"])
-    finally:
-        conn.close()
+    return _table_stat(
+        url,
+        table,
+        "SELECT reltuples AS n FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace "
+        "WHERE s.nspname = ? AND c.relname = ?",
+    )
 
 
-def _analyzed(url: str, table: str) -> int:
+def _analyzed(url: str, table: str) -> float:
     """How many times an ANALYZE command ran on `table` (autovacuum's are counted apart: it
     may analyze or vacuum a table at any time, which is why the estimate alone cannot tell)."""
-    conn = Connection(parse_store_url(url))
-    try:
-        rows = conn.query(
-            "SELECT analyze_count AS n FROM pg_stat_user_tables "
-            "WHERE schemaname = ? AND relname = ?",
-            (conn.config.schema, table),
-        )
-        return int(rows[0]["n"])
-    finally:
-        conn.close()
+    return _table_stat(
+        url,
+        table,
+        "SELECT analyze_count AS n FROM pg_stat_user_tables WHERE schemaname = ? AND relname = ?",
+    )
 
 
 @pytest.mark.parametrize("store", ["postgres"], indirect=True)
