@@ -185,7 +185,7 @@ _FIXTURES_SETTING = "fairledger_tests.fixtures"
 _DDL_LOG = "public.fairledger_tests_ddl"
 _COPIES: dict[str, _Copy] = {}  # by schema name
 _WATCHING: list[bool] = []  # whether this process could install the DDL triggers
-_KEPT_SCHEMAS: list[PgTemplate] = []  # dropped at exit, with their spare copies
+_KEPT_SCHEMAS: list[PgTemplate] = []  # with their spare copies; dropped by drop_kept
 
 # Security definer: a test's command may run as a role that cannot write the log. A command
 # with no schema of its own (GRANT, ALTER DEFAULT PRIVILEGES) is logged as '*', every schema.
