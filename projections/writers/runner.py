@@ -41,7 +41,7 @@ PAGE_SIZE = 500
 PROJECTION = "ledger"
 SITE_VERSION = "ledger:site_version"
 READ_MODEL_KEY = "__read_model_version__"
-TRACKING_ROWS = (PROJECTION, SITE_VERSION)
+TRACKING_ROWS = (PROJECTION, SITE_VERSION, usage_tables.USAGE_WRITTEN)
 REBIN_KEYS = ("priority_decay_half_life",)
 
 
@@ -195,6 +195,7 @@ class _Folder:
             usage_tables.write_usage(
                 self.conn, self.state, at, False, position, self._settled(position, at)
             )
+            usage_tables.mark_usage_written(self.conn, position)
             self.pending_usage = None
 
     def _walk(self, mark: int, usage: dict[AssocKey, AssociationUsage]) -> Ranking | None:
@@ -207,18 +208,27 @@ class _Folder:
             return None
         return last.ranking()
 
-    def _unchanged(self, since: int | None, last: checkpoints.Written, position: int) -> bool:
-        """Whether the update at `position` finds what the update-fshare at `since` left: it
-        wrote the last checkpoint, no job was recorded since, nothing else changed the usage
-        (settled_position: no site event, no opening balance, the same period) and nothing
-        changed what the walk makes of it (no policy event: shares, an empty bank). Not
-        under the continuous model, whose usage decays between any two moments."""
+    def _unchanged(
+        self, since: int | None, last: checkpoints.Written, position: int, at: float
+    ) -> bool:
+        """Whether the update at `position` finds what the update-fshare that wrote the last
+        checkpoint left: the usage columns are settled (`since`, that update or an
+        update-usage after it), no job was recorded since the checkpoint, nothing else changed
+        the usage (no site event, no opening balance, the same period) and nothing changed
+        what the walk makes of it (no policy event: shares, an empty bank). Not under the
+        continuous model, whose usage decays between any two moments."""
         return (
             since is not None
-            and last.position == since
+            and last.position <= since
             and self.state.usage_model != CONTINUOUS
-            and not usage_tables.jobs_recorded_between(self.conn, since, position)
-            and not usage_tables.policy_changed_between(self.conn, since, position)
+            and not usage_tables.jobs_recorded_between(self.conn, last.position, position)
+            and not usage_tables.policy_changed_between(self.conn, last.position, position)
+            and (
+                last.position == since
+                or usage_tables.nothing_moved_usage(
+                    self.conn, self.state, last.position, position, at
+                )
+            )
         )
 
     def _settled(self, position: int, at: float) -> int | None:
@@ -235,8 +245,9 @@ class _Folder:
 
     def apply(self, event: Any, position: int) -> None:
         if isinstance(event, ev.UsageUpdated | ev.FairshareUpdated):
-            # The cron pair update-usage, update-fshare: the second recomputes every column the
-            # first wrote, from the same state and jobs, so a replay skips the first's writes.
+            # The cron pair update-usage, update-fshare folded together (cron, a replay): the
+            # second would recompute every column the first wrote, from the same state and
+            # jobs, so the first's writes are skipped (and it is not the mark: USAGE_WRITTEN).
             self.pending_usage = None
         else:
             self._write_pending_usage()  # before this event changes the state or the jobs
@@ -279,14 +290,16 @@ class _Folder:
                 self.last_checkpoint = checkpoints.latest_before(self.conn, position)
             since = self._settled(position, at)
             last = self.last_checkpoint
-            if last is not None and self._unchanged(since, last, position):
-                # The walk would rank the same usage as the one at `since` did: every column
+            if last is not None and self._unchanged(since, last, position, at):
+                # The walk would rank the same usage as the checkpoint's did: every column
                 # and entry stays as it is (an idle cron cycle).
                 self.last_checkpoint = checkpoints.repeat(self.conn, last, position)
+                usage_tables.mark_usage_written(self.conn, position)
                 return
             usage, ranking = usage_tables.write_usage(
                 self.conn, self.state, at, True, position, since, self._walk
             )
+            usage_tables.mark_usage_written(self.conn, position)
             self.last_checkpoint = checkpoints.write(
                 self.conn, self.state, position, usage, ranking, self.last_checkpoint
             )

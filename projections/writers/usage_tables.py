@@ -538,56 +538,62 @@ def association_usage_at(
     return association_usage(state, totals, at, cleared)[key]
 
 
+# projection_tracking's row for the log position of the last usage update whose columns the
+# read models hold: an update-usage's, an update-fshare's, or an idle update-fshare's repeat.
+# A fold that meets an update-usage and, right after it, another update writes the usage once,
+# at the second (runner._Folder.apply); so while a replay runs the row may name an earlier
+# update than the live ledger's did, but once the fold ends it names the log's last update
+# either way, and a rebuild gives the same row.
+USAGE_WRITTEN = "ledger:usage_written"
+
+
+def mark_usage_written(conn: Connection, position: int) -> None:
+    conn.execute(
+        "UPDATE projection_tracking SET position = ? WHERE name = ?", (position, USAGE_WRITTEN)
+    )
+
+
 def settled_position(conn: Connection, state: SiteState, position: int, at: float) -> int | None:
     """The log position up to which the stored usage columns already hold every job, when
     nothing but jobs changed them since: the last usage update written before the update at
-    `position` (at time `at`), in the same period, with no site event that can move anyone's
-    usage (a clear-usage, a removal, a config change, an opening balance...; not a new share,
-    limit, queue or QOS, nor a new association or default bank, which move only their users':
-    ledger.usage_effects, usage_scope) between them. None: recompute all.
+    `position` (at time `at`; USAGE_WRITTEN), in the same period, with no site event that can
+    move anyone's usage (a clear-usage, a removal, a config change, an opening balance...;
+    not a new share, limit, queue or QOS, nor a new association or default bank, which move
+    only their users': ledger.usage_effects, usage_scope) between them. None: recompute all.
 
-    Every update-fshare is written; an update-usage followed at once by another update (cron's
-    pair) is not (runner._Folder.apply), so only one followed by another event counts. Log
-    times only grow, so the columns (whichever update between the mark and `position` wrote
-    them last) are of the same period as the mark. The caller rules out a mark the log sets
-    aside (neutralized). Under the continuous model the mark's anchored sums are carried
-    forward instead (continuous_state.update), unless a reset boundary came between."""
-    candidates = [
-        int(r["position"])
-        for r in conn.query(
-            "SELECT position FROM log_index WHERE position < ? AND kind = 'fairshare' "
-            "ORDER BY position DESC LIMIT 1",
-            (position,),
-        )
-    ]
-    other = conn.query(
-        "SELECT position FROM log_index WHERE position < ? "
-        "AND kind NOT IN ('usage', 'fairshare') ORDER BY position DESC LIMIT 1",
-        (position,),
-    )
-    if other:
-        candidates += [
-            int(r["position"])
-            for r in conn.query(
-                "SELECT position FROM log_index WHERE position < ? "
-                "AND kind IN ('usage', 'fairshare') ORDER BY position DESC LIMIT 1",
-                (int(other[0]["position"]),),
-            )
-        ]
-    if not candidates:
+    The mark is the update this fold, or the command before it, actually wrote: an
+    update-usage run on its own is one, and the update-fshare after it then recomputes only
+    the users with jobs recorded since (the cron pair of flux-accounting's sites, two
+    commands); a replay that folds the two together marks the update before them instead.
+    Log times only grow, so the columns are of the mark's period. The caller rules out a mark
+    the log sets aside (neutralized). Under the continuous model the mark's anchored sums are
+    carried forward instead (continuous_state.update), unless a reset boundary came
+    between."""
+    rows = conn.query("SELECT position FROM projection_tracking WHERE name = ?", (USAGE_WRITTEN,))
+    mark = int(rows[0]["position"]) if rows else 0
+    if not 0 < mark < position:
         return None
-    mark = max(candidates)
-    params = usage_params(state)
-    mark_at = conn.query("SELECT at FROM log_index WHERE position = ?", (mark,))[0]["at"]
+    return mark if nothing_moved_usage(conn, state, mark, position, at) else None
+
+
+def nothing_moved_usage(
+    conn: Connection, state: SiteState, since: int, position: int, at: float
+) -> bool:
+    """Whether the usage columns as they were at the update at `since` still hold at `at`
+    for the update at `position`, but for jobs recorded between (and the users a new
+    association or default bank gives or takes jobs from): the same period, and no site
+    event that can move anyone's usage between the two."""
+    mark_at = conn.query("SELECT at FROM log_index WHERE position = ?", (since,))[0]["at"]
     continuous = state.usage_model == CONTINUOUS  # its resets: continuous_state's check
+    params = usage_params(state)
     if not continuous and period_of(float(mark_at), params) != period_of(at, params):
-        return None  # a period boundary: every association's bins moved
+        return False  # a period boundary: every association's bins moved
     changed = conn.query(
         "SELECT position FROM log_index WHERE position > ? AND position < ? "
         "AND kind IN ('site', 'balance') LIMIT 1",
-        (mark, position),
+        (since, position),
     )
-    return None if changed else mark
+    return not changed
 
 
 def _touched(

@@ -246,11 +246,11 @@ def test_only_jobs_since_the_last_update_leave_the_mark_standing(
     path = write(tmp_path / "a.jsonl", job(1, end=T0 + 90))
     ledger_store.run("ingest", path, now=T0 + 120)
     assert _settled(ledger_store, T0 + 180) == fairshare_at
-    # An update-usage counts once another event follows it: were an update to follow at once,
-    # it would not be written (a rebuild folds the two together).
+    # An update-usage run on its own wrote its columns: the next update starts from it (a
+    # replay that folds it into an update right after it starts from the one before).
     ledger_store.run("update-usage", now=T0 + 180)
     usage_at = ledger_store.log_position()
-    assert _settled(ledger_store, T0 + 240) == fairshare_at
+    assert _settled(ledger_store, T0 + 240) == usage_at
     ledger_store.run("ingest", write(tmp_path / "b.jsonl", job(2, end=T0 + 200)), now=T0 + 240)
     assert _settled(ledger_store, T0 + 240) == usage_at
     # A change that moves no usage leaves the mark standing (ledger.usage_effects), and so
@@ -286,6 +286,17 @@ def _history(store: Store, user: str, now: float) -> list[tuple[Any, ...]]:
     return [(r["time"], r["job_usage"], r["fairshare"], r["rank"], r["of"]) for r in found]
 
 
+def _updated_pair(store: Store, other: Store, tmp_path: Path) -> tuple[Pair, float]:
+    """Both sites, a job of alice and one of bob, and a cron cycle: the pair and its time."""
+    _site(store)
+    _site(other)
+    pair = Pair(store, other, tmp_path)
+    now = period(2) + 3600
+    pair.ingest(now, job(1, end=period(2) + 600, duration=100), job(2, end=now - 60, userid=5002))
+    pair.cron(now)
+    return pair, now
+
+
 def test_an_idle_cycle_keeps_the_last_update_without_recomputing_it(
     store: Store,
     twin: Store,  # noqa: F811 (the fixture)
@@ -295,12 +306,7 @@ def test_an_idle_cycle_keeps_the_last_update_without_recomputing_it(
     """An update that finds no job and no change since the last update-fshare writes no
     column and no checkpoint row, only the checkpoint's mark: and every answer, now and as of
     then, is the one a whole recomputation (the twin's) gives."""
-    _site(store)
-    _site(twin)
-    pair = Pair(store, twin, tmp_path)
-    now = period(2) + 3600
-    pair.ingest(now, job(1, end=period(2) + 600, duration=100), job(2, end=now - 60, userid=5002))
-    pair.cron(now)
+    pair, now = _updated_pair(store, twin, tmp_path)
 
     recomputed = store_calls(monkeypatch, usage_tables, "write_usage")
     before = _checkpoint_rows(store)
@@ -321,6 +327,42 @@ def test_an_idle_cycle_keeps_the_last_update_without_recomputing_it(
         assert _history(store, user, now + 180) == _history(twin, user, now + 180)
     same_past(store, twin, (now + 60, now + 120), now + 180)
     rebuilt_alike(store, now + 180)  # one pass, its checkpoints in memory
+
+
+def test_an_update_fshare_after_an_update_usage_starts_from_it(
+    store: Store,
+    twin: Store,  # noqa: F811 (the fixture)
+    tmp_path: Path,
+    monkeypatch: Any,
+) -> None:
+    """flux-accounting's cron pair as two commands: the update-fshare after an update-usage
+    recomputes no user's usage (the update-usage wrote it), an idle pair stores no checkpoint
+    row, and every answer, now and as of then, is a whole recomputation's (the twin's)."""
+    pair, now = _updated_pair(store, twin, tmp_path)
+    pair.ingest(now + 60, job(3, end=now + 30, duration=40))
+
+    fast = parse_store_url(store.url).describe()
+    recomputed = store_calls(monkeypatch, usage_tables, "_users_usage")
+    pair.run(now + 60, "update-usage")
+    assert recomputed.count(fast) == 1  # alice, the new job's user
+    pair.run(now + 60, "update-fshare")
+    assert recomputed.count(fast) == 1  # the update-usage's columns hold her job
+
+    before = _checkpoint_rows(store)
+    written = store_calls(monkeypatch, usage_tables, "write_usage")
+    pair.run(now + 120, "update-usage")
+    pair.run(now + 120, "update-fshare")
+    assert recomputed.count(fast) == 1
+    # The idle pair: the update-fshare neither writes usage nor walks, and stores only the
+    # checkpoint's mark.
+    assert written.count(fast) == 1
+    after = _checkpoint_rows(store)
+    assert after == {**before, max(after): 0}
+
+    for user in ("alice", "bob"):
+        assert _history(store, user, now + 180) == _history(twin, user, now + 180)
+    same_past(store, twin, (now + 60, now + 120), now + 180)
+    rebuilt_alike(store, now + 180)  # the replay folds each pair into its update-fshare
 
 
 def test_new_shares_keep_the_usage_and_walk_again(
