@@ -107,7 +107,7 @@ class PgTemplate:
     schema: str
     sql: str
     refill: str = ""  # the statements that empty a copy and refill it; made at first use
-    relations: list[str] = field(default_factory=list)  # its tables, indexes, ...; ditto
+    relations: list[tuple[str, str]] = field(default_factory=list)  # (relname, relkind); ditto
     spare: list[tuple[str, str]] = field(default_factory=list)  # (name, _STATISTICS of it)
 
 
@@ -283,7 +283,7 @@ def _keep(base: str, schema: str, copied: _Copy) -> bool:
     if now != copied.statistics or size > KEPT_BYTES:
         return False
     if not template.refill:
-        template.refill = _refill_sql(admin, template.schema)
+        template.refill = _refill_sql(admin, template)
     spare = f"flspare_{uuid.uuid4().hex}"
     with admin.transaction():
         admin.execute(template.refill.replace(_COPY, schema).encode())
@@ -307,45 +307,45 @@ def _statistics(admin: Any, schema: str, template: PgTemplate) -> tuple[str, int
     and VACUUM change it), and their bytes on disk. Looked up by name: with autovacuum off, as
     on the CI server, the catalogs grow with every schema made and dropped, and a scan of
     pg_class by schema alone took 28 ms."""
-    if not template.relations:
-        template.relations = [
-            name
-            for (name,) in admin.execute(
-                "SELECT relname FROM pg_class WHERE relnamespace = %s::regnamespace",
-                (template.schema,),
-            )
-        ]
     found = admin.execute(
         "SELECT string_agg(relname || '=' || reltuples || '/' || relpages || '/' || "
         "(SELECT count(*) FROM pg_statistic WHERE starelid = c.oid), ',' ORDER BY relname), "
         "coalesce(sum(pg_relation_size(c.oid)), 0) FROM pg_class c "
         "WHERE relname = ANY(%s) AND relnamespace = "
         "(SELECT oid FROM pg_namespace WHERE nspname = %s)",
-        (template.relations, schema),
+        ([name for name, _kind in _relations(admin, template)], schema),
     ).fetchone()
     return found[0], int(found[1])
 
 
-def _refill_sql(admin: Any, template: str) -> str:
+def _relations(admin: Any, template: PgTemplate) -> list[tuple[str, str]]:
+    """The template's tables, indexes, sequences and types (name, relkind), read once."""
+    if not template.relations:
+        template.relations = admin.execute(
+            "SELECT relname, relkind FROM pg_class WHERE relnamespace = %s::regnamespace "
+            "ORDER BY relname",
+            (template.schema,),
+        ).fetchall()
+    return template.relations
+
+
+def _refill_sql(admin: Any, template: PgTemplate) -> str:
     """Statements that make a copy of `template` hold its rows again: every table emptied and
     refilled in the template's order, every sequence set as the template's. As a replica, so
     that the append-only triggers, which refuse a DELETE, do not fire. DELETE, not TRUNCATE:
     TRUNCATE makes new files for every table and index, 57 ms against 1 ms here."""
-    objects = admin.execute(
-        "SELECT relname, relkind FROM pg_class WHERE relnamespace = %s::regnamespace "
-        "AND relkind IN ('r', 'S') ORDER BY relname",
-        (template,),
-    ).fetchall()
+    objects = _relations(admin, template)
     tables = [name for name, kind in objects if kind == "r"]
     sequences = [name for name, kind in objects if kind == "S"]
     statements = ["SET LOCAL session_replication_role = replica"]
     statements += [f'DELETE FROM "{_COPY}"."{t}"' for t in tables]
     statements += [
-        f'INSERT INTO "{_COPY}"."{t}" OVERRIDING SYSTEM VALUE SELECT * FROM "{template}"."{t}"'
+        f'INSERT INTO "{_COPY}"."{t}" OVERRIDING SYSTEM VALUE '
+        f'SELECT * FROM "{template.schema}"."{t}"'
         for t in tables
     ]
     statements += [
-        f'SELECT setval(\'"{_COPY}"."{s}"\', last_value, is_called) FROM "{template}"."{s}"'
+        f'SELECT setval(\'"{_COPY}"."{s}"\', last_value, is_called) FROM "{template.schema}"."{s}"'
         for s in sequences
     ]
     return ";\n".join(statements)

@@ -107,9 +107,9 @@ def carried(
     if since is None:
         return None
     stored = _stored_mark(conn)
-    # The update the log says is settled, or a later one with nothing but jobs and updates
-    # between (an update-usage that an update-fshare follows at once: a replay folds the two,
-    # the live ledger wrote both; either's sums carry to the same numbers).
+    # The sums of the update settled_position names: the last update written, which stored
+    # them (usage_tables.USAGE_WRITTEN moves with every write of the sums, so a later stored
+    # mark with only jobs and updates between would carry to the same numbers too).
     if stored is None or not since <= stored.position < position:
         return None
     mark, mark_at = stored.position, stored.at
