@@ -55,27 +55,25 @@ def install_in(conn: Connection, tables: list[str]) -> None:
 
 def protect(config: StoreConfig, conn: Connection | None = None) -> list[str]:
     """On opening a ledger: install what is missing when this role may. One catalog query when
-    all is there, through `conn` on PostgreSQL when given (the command's one connection).
-    Returns which of the append-only tables exist (the same query answers whether there is a
-    log at all)."""
+    all is there, through `conn` when given (the command's one connection), else a connection
+    of its own. Returns which of the append-only tables exist (the same query answers whether
+    there is a log at all)."""
     tables = table_names(config)
     if config.is_postgres:
         if conn is not None:
             return _protect_postgres(conn.raw, config, tables)
         with postgres_admin_connect(config) as raw:
             return _protect_postgres(raw, config, tables)
+    if conn is not None:
+        return _protect_sqlite(conn.raw, tables)
     try:
         raw = sqlite3.connect(config.path, timeout=30, isolation_level=None)
-        try:
-            present = {row[0] for row in raw.execute(_SQLITE_GUARDED)}
-            existing = _sqlite_tables(raw, tables)
-            if not all(f"{TRIGGER}_{op}_{t}" in present for t in existing for op in _SQLITE_OPS):
-                _install_sqlite(raw, tables)
-            return existing
-        finally:
-            raw.close()
     except sqlite3.OperationalError:
-        return []  # a read-only file: whoever may write it installs the triggers
+        return []  # as _protect_sqlite says
+    try:
+        return _protect_sqlite(raw, tables)
+    finally:
+        raw.close()
 
 
 # --- SQLite ----------------------------------------------------------------------------------
@@ -83,6 +81,17 @@ _SQLITE_OPS = ("update", "delete")
 _SQLITE_GUARDED = (
     f"SELECT name FROM sqlite_master WHERE type = 'trigger' AND name LIKE '{TRIGGER}%'"
 )
+
+
+def _protect_sqlite(conn: sqlite3.Connection, tables: list[str]) -> list[str]:
+    try:
+        present = {row[0] for row in conn.execute(_SQLITE_GUARDED)}
+        existing = _sqlite_tables(conn, tables)
+        if not all(f"{TRIGGER}_{op}_{t}" in present for t in existing for op in _SQLITE_OPS):
+            _install_sqlite(conn, tables)
+        return existing
+    except sqlite3.OperationalError:
+        return []  # a read-only file: whoever may write it installs the triggers
 
 
 def _sqlite_tables(conn: sqlite3.Connection, tables: list[str]) -> list[str]:

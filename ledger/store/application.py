@@ -170,7 +170,7 @@ class Ledger(Application):
         super().__init__(env=env)
         bound_connection_waits(self.recorder, store)
         if not store.is_postgres:
-            self.log_present = append_only.protect(store)
+            self.log_present = append_only.protect(store, conn)
 
     def construct_factory(self, env: Any) -> Any:
         """The library's factory; on PostgreSQL its recorders read through this ledger's one
@@ -207,7 +207,7 @@ class Ledger(Application):
         conn: Connection | None = None,
     ) -> Ledger:
         # A SQLite file is checked before the library opens it (which would create it).
-        if not store.is_postgres and not event_table_exists(store):
+        if not store.is_postgres and not event_table_exists(store, conn):
             raise LedgerMissing(store.missing_ledger())
         ledger = cls(store, now=now, actor=actor, conn=conn)
         events = append_only.table_names(store, ("events",))[0]

@@ -611,8 +611,9 @@ def ensure_schema(
 
 
 def event_table_exists(config: StoreConfig, conn: Connection | None = None) -> bool:
-    """Whether the event log's table is there, checked without creating anything (on
-    PostgreSQL through `conn` when given, else a connection of its own)."""
+    """Whether the event log's table is there, checked without creating anything: through
+    `conn` when given (the command's one connection; on SQLite opened only once the file is
+    known to exist, see sqlite_file_exists), else a connection of its own."""
     if config.is_postgres:
         query = (
             "SELECT 1 FROM information_schema.tables WHERE table_schema = %s "
@@ -622,19 +623,25 @@ def event_table_exists(config: StoreConfig, conn: Connection | None = None) -> b
             return conn.raw.execute(query, (config.schema,)).fetchone() is not None
         with postgres_admin_connect(config) as raw:
             return raw.execute(query, (config.schema,)).fetchone() is not None
-    if not os.path.exists(config.path):
+    if not sqlite_file_exists(config):
         return False
+    query = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'stored_events'"
     try:
+        if conn is not None:
+            return conn.raw.execute(query).fetchone() is not None
         lite = sqlite3.connect(config.path)
         try:
-            row = lite.execute(
-                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'stored_events'"
-            ).fetchone()
-            return row is not None
+            return lite.execute(query).fetchone() is not None
         finally:
             lite.close()
     except sqlite3.OperationalError as err:
         raise StoreUnavailable(_sqlite_unreadable(config, err)) from None
+
+
+def sqlite_file_exists(config: StoreConfig) -> bool:
+    """Whether a SQLite ledger's file is there: a connection to a missing file would create
+    it (with the umask's mode, not create-db's 0600), so none is opened before this holds."""
+    return os.path.exists(config.path)
 
 
 def _sqlite_unreadable(config: StoreConfig, err: sqlite3.OperationalError) -> str:

@@ -27,6 +27,7 @@ from ledger.store.connections import (
     StoreConfig,
     event_table_exists,
     parse_store_url,
+    sqlite_file_exists,
 )
 from projections.queries import freshness
 
@@ -117,10 +118,10 @@ class Session:
         from ledger.store.application import Ledger
         from projections.writers import runner
 
-        # On SQLite opened before our connection exists: connecting would create a missing
-        # file, with the umask's mode instead of create-db's 0600. On PostgreSQL the ledger
-        # (and the library under it) uses this command's one connection from the start.
-        conn = self.conn if self.store.is_postgres else None
+        # The ledger (and on PostgreSQL the library under it) uses this command's one
+        # connection from the start; on SQLite only once the file is known to exist, since
+        # connecting would create a missing one.
+        conn = self.conn if self.store.is_postgres or sqlite_file_exists(self.store) else None
         ledger = Ledger.open(self.store, now=self._now, actor=self.actor, conn=conn)
         ledger.write_through(self.conn)
         if self._requested_now is not None:
@@ -252,9 +253,11 @@ class Session:
 
         if self._requested_now is not None:
             return False
-        if not self.store.is_postgres and not event_table_exists(self.store):
-            return False  # checked first: connecting would create the SQLite file
-        present = append_only.protect(self.store, self.conn if self.store.is_postgres else None)
+        if not self.store.is_postgres and not (
+            sqlite_file_exists(self.store) and event_table_exists(self.store, self.conn)
+        ):
+            return False  # the file first: connecting would create it
+        present = append_only.protect(self.store, self.conn)
         if append_only.table_names(self.store, ("events",))[0] not in present:
             return False
         return freshness.current(self.conn)

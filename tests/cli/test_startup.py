@@ -9,6 +9,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 import pytest
@@ -127,6 +128,32 @@ def test_a_small_read_on_current_read_models_opens_no_ledger(tmp_path: Path) -> 
         modules = _imported("--db", store.url, *read)
         assert "projections.queries.site" in modules, read  # it did read
         assert _heavy(modules, HEAVY + HEAVY_WRITERS) == [], read
+
+
+def test_a_command_opens_its_sqlite_file_once_for_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whether the file holds a log, and its append-only guard, are asked through the
+    command's own connection: each connection to a SQLite file reads the whole schema again.
+    A write opens one more, the event store library's own."""
+    import sqlite3
+
+    store = Store("sqlite", f"sqlite:///{tmp_path / 'ledger.db'}")
+    store.run("create-db")
+    store.run("add-bank", "root", "1")
+    opened: list[str] = []
+    connect = sqlite3.connect
+
+    def counted(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        opened.append(str(args[0] if args else kwargs["database"]))
+        return connect(*args, **kwargs)
+
+    monkeypatch.setattr(sqlite3, "connect", counted)
+    store.run("view-bank", "root")
+    assert opened == [str(tmp_path / "ledger.db")]
+    opened.clear()
+    store.run("edit-bank", "root", "--shares", "2")
+    assert opened == [str(tmp_path / "ledger.db")] * 2
 
 
 def test_a_read_after_a_write_sees_it(ledger_store: Store) -> None:
