@@ -55,6 +55,7 @@ from ledger.store.connections import (
     bound_connection_waits,
     ensure_schema,
     event_table_exists,
+    reuse_type_adapters,
 )
 from ledger.store.site_repository import SiteRepository
 
@@ -178,6 +179,7 @@ class Ledger(Application):
         factory: Any = super().construct_factory(env)
         if self.store.is_postgres:
             factory.datastore.pool = SharedConnectionPool(lambda: self.conn)
+            reuse_type_adapters(factory.datastore)
         return factory
 
     def construct_repository(self) -> Repository[UUID]:

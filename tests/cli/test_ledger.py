@@ -10,6 +10,8 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import pytest
+
 from ledger import events as ev
 from ledger.site import SITE_ID
 from ledger.store.application import SNAPSHOT_FORMS, Ledger
@@ -27,6 +29,23 @@ def site_events(store: Store) -> list:
         return list(ledger.events.get(SITE_ID))
     finally:
         ledger.close()
+
+
+@pytest.mark.parametrize("store", ["postgres"], indirect=True)
+def test_a_process_describes_the_librarys_composite_type_once(ledger_store: Store) -> None:
+    """Each opening of a ledger fetches the event store library's composite type again; psycopg
+    builds new adapter classes for each new description, which a long-running process (a
+    server, this test run) would keep for good. The same type is described by one object."""
+    infos = []
+    for _ in range(2):
+        ledger = Ledger(parse_store_url(ledger_store.url))
+        try:
+            ledger.exists()  # the library's recorders are built and read through
+            infos.append(ledger.factory.datastore.psycopg_type_adapters)
+        finally:
+            ledger.close()
+    assert list(infos[0]) == list(infos[1]) == ["stored_event_uuid"]
+    assert infos[0]["stored_event_uuid"] is infos[1]["stored_event_uuid"]
 
 
 def test_create_db_options_and_refusals(store: Store) -> None:
