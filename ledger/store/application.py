@@ -51,6 +51,7 @@ from ledger.store import append_only, log_tables, roles
 from ledger.store.connections import (
     Connection,
     SharedConnectionPool,
+    SharedSQLitePool,
     StoreConfig,
     bound_connection_waits,
     ensure_schema,
@@ -174,12 +175,16 @@ class Ledger(Application):
             self.log_present = append_only.protect(store, conn)
 
     def construct_factory(self, env: Any) -> Any:
-        """The library's factory; on PostgreSQL its recorders read through this ledger's one
-        connection (ledger.store.connections.SharedConnectionPool), not a pool of their own."""
+        """The library's factory; its recorders read through this ledger's one connection
+        (ledger.store.connections.SharedConnectionPool, SharedSQLitePool), not a pool of their
+        own. Except while create-db makes the tables on SQLite: the library's own first
+        connection puts a new file in WAL mode."""
         factory: Any = super().construct_factory(env)
         if self.store.is_postgres:
             factory.datastore.pool = SharedConnectionPool(lambda: self.conn)
             reuse_type_adapters(factory.datastore)
+        elif env.get("CREATE_TABLE") != "y":
+            factory.datastore.pool = SharedSQLitePool(lambda: self.conn)
         return factory
 
     def construct_repository(self) -> Repository[UUID]:

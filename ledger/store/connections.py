@@ -6,12 +6,12 @@ Fault injection (tests only): FAIRLEDGER_SQLITE_MAX_PAGES=N caps every SQLite co
 module opens at N database pages (`PRAGMA max_page_count`), so a write that would grow the file
 past it fails with SQLITE_FULL ("database or disk is full"), as on a full disk, without needing
 a small filesystem. Every write of the ledger goes through these connections
-(ledger.store.application); the eventsourcing library's own connection only reads, and writes
-the snapshots after a commit, which may fail harmlessly. The cap never shrinks a file: a value
-below its size holds it at its size.
+(ledger.store.application), and so do the library's snapshots after a commit, which may fail
+harmlessly. The cap never shrinks a file: a value below its size holds it at its size.
 
-On PostgreSQL a command holds one connection: the library's recorders borrow it
-(SharedConnectionPool) instead of opening a pool of their own.
+A command holds one connection: the library's recorders borrow it (SharedConnectionPool,
+SharedSQLitePool) instead of opening a pool of their own. Only create-db lets the library open
+its own, on SQLite, to put the new file in WAL mode.
 """
 
 from __future__ import annotations
@@ -565,6 +565,62 @@ class SharedConnectionPool:
 
     def __exit__(self, *exc: object) -> None:
         return None
+
+
+class SharedSQLitePool:
+    """SharedConnectionPool's counterpart on SQLite: the library's recorders read through the
+    command's one connection, so a command opens its file once instead of twice (each new
+    connection reads the whole schema again), and the library's reads made inside our write
+    transaction see that transaction, as on PostgreSQL.
+
+    The library wraps each of its reads in BEGIN ... ROLLBACK. Inside our transaction (under
+    the writers' lock) a read joins it instead, and leaves it open whatever happens: the
+    transaction and its outcome are ours. Outside one, the library's own BEGIN and ROLLBACK
+    (or COMMIT, for the snapshots it writes after a commit) run as on its own connection. Its
+    rows are sqlite3.Row, ours tuples: the row factory is switched for the length of each
+    loan, and the library fetches everything inside it."""
+
+    def __init__(self, lend: Callable[[], Connection]) -> None:
+        self.lend = lend
+
+    def get_connection(self, timeout: float | None = None, is_writer: bool | None = None) -> Any:
+        return _LentSQLite(self.lend().raw)
+
+    def put_connection(self, conn: Any) -> None:
+        """Nothing to give back: the connection stays the ledger's."""
+
+    def close(self) -> None:
+        """The connection is the ledger's to close, not the library's."""
+
+
+class _LentSQLite:
+    """What the library's SQLite datastore asks of a pooled connection: `transaction()`."""
+
+    def __init__(self, raw: sqlite3.Connection) -> None:
+        self.raw = raw
+
+    @contextmanager
+    def transaction(self, *, commit: bool) -> Iterator[Any]:
+        from eventsourcing.sqlite import SQLiteConnection, SQLiteCursor
+
+        factory = self.raw.row_factory
+        self.raw.row_factory = sqlite3.Row
+        try:
+            if not self.raw.in_transaction:
+                with SQLiteConnection(self.raw, max_age=None).transaction(commit=commit) as own:
+                    yield own
+                return
+            if commit:
+                # Our own code writes inside our transactions; a library write there would
+                # commit or roll back what is not its own.
+                raise RuntimeError("the event store library wrote inside a command's write")
+            joined = self.raw.cursor()
+            try:
+                yield SQLiteCursor(joined)
+            finally:
+                joined.close()
+        finally:
+            self.raw.row_factory = factory
 
 
 # Every composite type the library has described, by its description: one object for each.
