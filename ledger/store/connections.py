@@ -573,10 +573,11 @@ class SharedSQLitePool:
     connection reads the whole schema again), and the library's reads made inside our write
     transaction see that transaction, as on PostgreSQL.
 
-    The library wraps each of its reads in BEGIN ... ROLLBACK. Inside our transaction (under
-    the writers' lock) a read joins it instead, and leaves it open whatever happens: the
-    transaction and its outcome are ours. Outside one, the library's own BEGIN and ROLLBACK
-    (or COMMIT, for the snapshots it writes after a commit) run as on its own connection. Its
+    The library wraps each read in BEGIN ... ROLLBACK. Each of its reads is one statement, so
+    here it runs alone: inside our transaction (under the writers' lock) it joins it and leaves
+    it open, whatever happens, since the transaction and its outcome are ours; outside one it
+    is a transaction of its own. The library writes only outside our transactions (the
+    snapshots after a commit), in its own BEGIN ... COMMIT. Its
     rows are sqlite3.Row, ours tuples: the row factory is switched for the length of each
     loan, and the library fetches everything inside it."""
 
@@ -603,22 +604,22 @@ class _LentSQLite:
     def transaction(self, *, commit: bool) -> Iterator[Any]:
         from eventsourcing.sqlite import SQLiteConnection, SQLiteCursor
 
+        if commit and self.raw.in_transaction:
+            # Our own code writes inside our transactions; a library write there would commit
+            # or roll back what is not its own.
+            raise RuntimeError("the event store library wrote inside a command's write")
         factory = self.raw.row_factory
         self.raw.row_factory = sqlite3.Row
         try:
-            if not self.raw.in_transaction:
-                with SQLiteConnection(self.raw, max_age=None).transaction(commit=commit) as own:
+            if commit:
+                with SQLiteConnection(self.raw, max_age=None).transaction(commit=True) as own:
                     yield own
                 return
-            if commit:
-                # Our own code writes inside our transactions; a library write there would
-                # commit or roll back what is not its own.
-                raise RuntimeError("the event store library wrote inside a command's write")
-            joined = self.raw.cursor()
+            cursor = self.raw.cursor()
             try:
-                yield SQLiteCursor(joined)
+                yield SQLiteCursor(cursor)
             finally:
-                joined.close()
+                cursor.close()
         finally:
             self.raw.row_factory = factory
 

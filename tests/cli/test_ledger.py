@@ -3,6 +3,7 @@ processes writing at once."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -14,6 +15,7 @@ import pytest
 
 from ledger import events as ev
 from ledger.site import SITE_ID
+from ledger.store import log_tables
 from ledger.store.application import SNAPSHOT_FORMS, Ledger
 from ledger.store.connections import parse_store_url
 from projections.writers import runner
@@ -46,6 +48,33 @@ def test_a_process_describes_the_librarys_composite_type_once(ledger_store: Stor
             ledger.close()
     assert list(infos[0]) == list(infos[1]) == ["stored_event_uuid"]
     assert infos[0]["stored_event_uuid"] is infos[1]["stored_event_uuid"]
+
+
+def test_the_librarys_reads_join_a_commands_transaction(ledger_store: Store) -> None:
+    """The event store library reads through the command's connection on both stores: inside
+    a write transaction it sees what the transaction wrote, and leaves the transaction open;
+    it may not write there."""
+
+    class Abandoned(Exception):
+        pass
+
+    ledger = Ledger(parse_store_url(ledger_store.url))
+    try:
+        before = ledger.recorder.max_notification_id()
+        with pytest.raises(Abandoned), ledger.conn.transaction() as conn:
+            newest = log_tables.newest_event(conn)
+            assert newest is not None
+            later = dataclasses.replace(newest, originator_version=newest.originator_version + 1)
+            [position] = log_tables.insert_events(conn, [later])
+            assert ledger.recorder.max_notification_id() == position == before + 1
+            assert conn._in_transaction()
+            if ledger_store.kind == "sqlite":
+                with pytest.raises(RuntimeError, match="wrote inside a command's write"):
+                    ledger.recorder.insert_events([later])
+            raise Abandoned  # the command fails: its transaction is rolled back
+        assert ledger.recorder.max_notification_id() == before
+    finally:
+        ledger.close()
 
 
 def test_create_db_options_and_refusals(store: Store) -> None:
