@@ -341,10 +341,24 @@ class Connection:
             raise
         self.execute(f"RELEASE SAVEPOINT {name}")
 
+    @contextmanager
+    def overlap(self) -> Iterator[None]:
+        """On PostgreSQL, the statements sent inside the block run on the server while this
+        process goes on (psycopg's pipeline mode): their results, and any error, come when a
+        read inside the block needs them or when it ends. Meant for writes followed by
+        computing (a read in the block waits for every statement before it, and COPY may not
+        run in it). On SQLite, which runs in this process, the block runs as it is."""
+        if not self.config.is_postgres:
+            yield
+            return
+        with self.raw.pipeline():
+            yield
+
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
         cur = self.execute(sql, params)
+        rows = cur.fetchall()  # first: in an overlap block the description comes with the rows
         names = [d[0] for d in cur.description]
-        return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+        return [dict(zip(names, row, strict=True)) for row in rows]
 
     def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """The rows as tuples, in the SELECT's column order: for reads of a row per association

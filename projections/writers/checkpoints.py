@@ -23,6 +23,7 @@ most about twice the site's associations.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from ledger.fairshare import Ranking
@@ -232,10 +233,14 @@ class Written:
 
     @property
     def entries(self) -> dict[AssocKey, Entry]:
+        return self.read_back()._entries  # type: ignore[return-value]
+
+    def read_back(self) -> Written:
+        """This checkpoint with its entries read, if they were not yet."""
         if self._entries is None:
             assert self._conn is not None
             self._entries = read(self._conn, self.position)
-        return self._entries
+        return self
 
     def ranking(self) -> Ranking:
         """The walk's ranks as this checkpoint keeps them: the ranking the walk at `position`
@@ -283,14 +288,34 @@ def write(
     last: Written | None = None,
 ) -> Written:
     """Keep the checkpoint of the walk the projection just did at `position`; `last`: the
-    previous checkpoint as this process wrote it (else it is read back).
+    previous checkpoint as this process wrote it (else it is read back). See plan."""
+    if last is None:
+        last = latest_before(conn, position)
+    return store(conn, plan(state, position, usage, ranking, last))
+
+
+@dataclass(frozen=True)
+class Planned:
+    """A checkpoint's rows and mark, as plan made them, and what store returns."""
+
+    rows: list[tuple[Any, ...]]
+    written: Written
+
+
+def plan(
+    state: SiteState,
+    position: int,
+    usage: dict[AssocKey, AssociationUsage],
+    ranking: Ranking,
+    last: Written | None,
+) -> Planned:
+    """The checkpoint of the walk at `position` after `last` (the previous one, None if there
+    is none), without touching the database.
 
     Only what changed since the previous checkpoint is written (most associations of a site
     are idle between two updates), as rows over a full checkpoint; a new full one is written
     when the changes since the last would outnumber it, so reading any checkpoint reads at
     most about twice the site's associations."""
-    if last is None:
-        last = latest_before(conn, position)
     mark, previous = ((last.base, last.chain_rows), last.entries) if last else (None, {})
     walked = entries(state, position, usage, ranking, previous)
     changed = [(key, e) for key, e in walked.items() if not _same_row(e, previous.get(key))]
@@ -301,8 +326,7 @@ def write(
         gone = []
     else:
         rows, base, chain = changed, mark[0], mark[1] + delta
-    _insert(
-        conn,
+    return Planned(
         [
             (
                 position,
@@ -320,12 +344,19 @@ def write(
             for key, e in rows
         ]
         + [(position, key[0], key[1], 0.0, 0, 0.0, None, 0.0, None, 0, 1) for key in gone],
+        Written(base, chain, position, walked),
     )
+
+
+def store(conn: Connection, planned: Planned) -> Written:
+    """Write a planned checkpoint: its rows, then its mark."""
+    _insert(conn, planned.rows)
+    written = planned.written
     conn.execute(
         "INSERT INTO fairshare_checkpoint_marks (position, base, chain_rows) VALUES (?, ?, ?)",
-        (position, base, chain),
+        (written.position, written.base, written.chain_rows),
     )
-    return Written(base, chain, position, walked)
+    return written
 
 
 _ROW_COLUMNS = (

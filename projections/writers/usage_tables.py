@@ -16,6 +16,7 @@ import json
 import sqlite3
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ledger.bounds import CHARGE_UNITS
@@ -703,9 +704,24 @@ def write_usage(
     since: int | None = None,
     walked: Callable[[int, dict[AssocKey, AssociationUsage]], Ranking | None] | None = None,
 ) -> tuple[dict[AssocKey, AssociationUsage], Ranking]:
-    """Bring job_usage (and with `fairshare`, the fair-share) columns to their values at `at`:
-    what update-usage / update-fshare recorded at log position `position`. Returns the usage
-    and the walk (no ranks without `fairshare`).
+    """plan_usage, then store_usage; returns the usage and the walk."""
+    planned = plan_usage(conn, state, at, fairshare, position, since, walked)
+    store_usage(conn, planned)
+    return planned.usage, planned.ranking
+
+
+def plan_usage(
+    conn: Connection,
+    state: SiteState,
+    at: float,
+    fairshare: bool,
+    position: int | None = None,
+    since: int | None = None,
+    walked: Callable[[int, dict[AssocKey, AssociationUsage]], Ranking | None] | None = None,
+) -> UsageWrite:
+    """What brings the job_usage (and with `fairshare`, the fair-share) columns to their values
+    at `at`: what update-usage / update-fshare recorded at log position `position`, with the
+    usage and the walk (no ranks without `fairshare`).
 
     `since` (settled_position): the columns already hold every job up to that position and
     nothing else changed, so only the associations of the users with jobs recorded after it
@@ -767,18 +783,37 @@ def write_usage(
         new_share = shown_after_walk(shares.get(key), row[1] if row else None)
         if row is None or row[0] != value.usage or row[1] != new_share:
             updates.append((value.usage, new_share, key[0], key[1]))
-    _update_by_association(conn, "association_table", ("job_usage", "fairshare"), updates)
     shown = dict(conn.rows("SELECT bank, job_usage FROM bank_table"))
-    conn.executemany(
-        "UPDATE bank_table SET job_usage = ? WHERE bank = ?",
-        [
-            (value, name)
-            for name, value in bank_usage(state, usage).items()
-            if name in shown and shown[name] != value
-        ],
+    banks = [
+        (value, name)
+        for name, value in bank_usage(state, usage).items()
+        if name in shown and shown[name] != value
+    ]
+    if recomputed is None or recomputed:
+        stored_bins = stored_bins if stored_bins is not None else _stored_bins(conn)
+    return UsageWrite(usage, ranking, updates, banks, recomputed, stored_bins)
+
+
+@dataclass
+class UsageWrite:
+    """What plan_usage found to write: every read done, only writes left (store_usage), so
+    that on PostgreSQL they can be sent while the projector computes on (Connection.overlap)."""
+
+    usage: dict[AssocKey, AssociationUsage]
+    ranking: Ranking
+    associations: list[tuple[float, float, str, str]]  # (job_usage, fairshare, user, bank)
+    banks: list[tuple[float, str]]  # (job_usage, bank)
+    recomputed: set[AssocKey] | None  # whose bins are new (None: everyone's)
+    stored_bins: dict[AssocKey, str] | None  # the table's bins, read if any are new
+
+
+def store_usage(conn: Connection, planned: UsageWrite) -> None:
+    """Write what plan_usage planned: statements only, no read."""
+    _update_by_association(
+        conn, "association_table", ("job_usage", "fairshare"), planned.associations
     )
-    _write_bins(conn, usage, recomputed, stored_bins)
-    return usage, ranking
+    conn.executemany("UPDATE bank_table SET job_usage = ? WHERE bank = ?", planned.banks)
+    _write_bins(conn, planned.usage, planned.recomputed, planned.stored_bins)
 
 
 # The PostgreSQL array type of each column _update_by_association sets.

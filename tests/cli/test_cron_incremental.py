@@ -15,7 +15,7 @@ from typing import Any
 
 from ledger.store.connections import Connection, parse_store_url
 from ledger.usecases.session import Session
-from projections.writers import runner, usage_tables
+from projections.writers import checkpoints, runner, usage_tables
 from tests.cli.test_cron import CREATED, _site, twin  # noqa: F401 (a fixture)
 from tests.cli.test_ingest import all_tables, job, write
 from tests.conftest import T0, Store
@@ -308,7 +308,7 @@ def test_an_idle_cycle_keeps_the_last_update_without_recomputing_it(
     then, is the one a whole recomputation (the twin's) gives."""
     pair, now = _updated_pair(store, twin, tmp_path)
 
-    recomputed = store_calls(monkeypatch, usage_tables, "write_usage")
+    recomputed = store_calls(monkeypatch, usage_tables, "plan_usage")
     before = _checkpoint_rows(store)
     pair.cron(now + 60)  # nothing new: the twin recomputes (its config key), this one keeps
     assert recomputed == [parse_store_url(twin.url).describe()]
@@ -349,7 +349,7 @@ def test_an_update_fshare_after_an_update_usage_starts_from_it(
     assert recomputed.count(fast) == 1  # the update-usage's columns hold her job
 
     before = _checkpoint_rows(store)
-    written = store_calls(monkeypatch, usage_tables, "write_usage")
+    written = store_calls(monkeypatch, usage_tables, "plan_usage")
     pair.run(now + 120, "update-usage")
     pair.run(now + 120, "update-fshare")
     assert recomputed.count(fast) == 1
@@ -460,3 +460,28 @@ def test_a_new_association_or_default_bank_recomputes_its_users_alone(
     assert len(whole) == 2
     same_past(store, twin, (now + 10, now + 90), now + 120)
     rebuilt_alike(store, now + 120)
+
+
+def test_a_failure_while_the_columns_are_written_records_nothing(
+    store: Store, tmp_path: Path, monkeypatch: Any
+) -> None:
+    """The update's column writes go to the server while the checkpoint is worked out (on
+    PostgreSQL); a failure then records nothing, leaves every table as it was, and the next
+    cycle runs."""
+    _site(store)
+    now = period(2) + 3600
+    store.run("ingest", write(tmp_path / "jobs.jsonl", job(1, end=now - 600, duration=100)))
+    before, position = all_tables(store), store.log_position()
+
+    def unplannable(*args: Any, **kwargs: Any) -> Any:
+        raise OSError("the checkpoint could not be worked out")
+
+    monkeypatch.setattr(checkpoints, "plan", unplannable)
+    failed = store.run("cron", now=now, expect=None)
+    assert failed.exit_code != 0
+    assert isinstance(failed.exception, OSError) or "could not be worked out" in failed.stderr
+    assert (all_tables(store), store.log_position()) == (before, position)
+    monkeypatch.undo()
+    store.run("cron", now=now)
+    assert store.log_position() > position  # (PostgreSQL's sequence skips the rolled-back two)
+    assert all_tables(store)["fairshare_checkpoints"] != before["fairshare_checkpoints"]
