@@ -69,7 +69,7 @@ def protect(config: StoreConfig, conn: Connection | None = None) -> list[str]:
     try:
         raw = sqlite3.connect(config.path, timeout=30, isolation_level=None)
     except sqlite3.OperationalError:
-        return []  # as _protect_sqlite says
+        return []  # a file this process may not open: whoever may write it guards it
     try:
         return _protect_sqlite(raw, tables)
     finally:

@@ -279,21 +279,6 @@ def _same_row(a: Entry, b: Entry | None) -> bool:
     return a[:3] == b[:3] and a[4:] == b[4:] and (a.rank is not None or a.source == b.source)
 
 
-def write(
-    conn: Connection,
-    state: SiteState,
-    position: int,
-    usage: dict[AssocKey, AssociationUsage],
-    ranking: Ranking,
-    last: Written | None = None,
-) -> Written:
-    """Keep the checkpoint of the walk the projection just did at `position`; `last`: the
-    previous checkpoint as this process wrote it (else it is read back). See plan."""
-    if last is None:
-        last = latest_before(conn, position)
-    return store(conn, plan(state, position, usage, ranking, last))
-
-
 @dataclass(frozen=True)
 class Planned:
     """A checkpoint's rows and mark, as plan made them, and what store returns."""
@@ -309,8 +294,9 @@ def plan(
     ranking: Ranking,
     last: Written | None,
 ) -> Planned:
-    """The checkpoint of the walk at `position` after `last` (the previous one, None if there
-    is none), without touching the database.
+    """The checkpoint of the walk the projection just did at `position`, after `last` (the
+    previous one, its entries read back; None if there is none), without touching the database:
+    store writes it.
 
     Only what changed since the previous checkpoint is written (most associations of a site
     are idle between two updates), as rows over a full checkpoint; a new full one is written

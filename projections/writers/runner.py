@@ -192,15 +192,18 @@ class _Folder:
         if self.pending_usage is not None:
             self.flush()
             at, position = self.pending_usage
-            usage_tables.write_usage(
-                self.conn, self.state, at, False, position, self._settled(position, at)
+            usage_tables.store_usage(
+                self.conn,
+                usage_tables.plan_usage(
+                    self.conn, self.state, at, False, position, self._settled(position, at)
+                ),
             )
             usage_tables.mark_usage_written(self.conn, position)
             self.pending_usage = None
 
     def _walk(self, mark: int, usage: dict[AssocKey, AssociationUsage]) -> Ranking | None:
         """The walk of the checkpoint at `mark` if it is the last one and ranked this very
-        usage (usage_tables.write_usage asks when no site event came since)."""
+        usage (usage_tables.plan_usage asks when no site event came since)."""
         last = self.last_checkpoint
         if last is None or last.position != mark or last.entries.keys() != usage.keys():
             return None
@@ -301,7 +304,7 @@ class _Folder:
             )
             # The columns' UPDATEs (10,000 rows on a large site) run on the server while the
             # checkpoint is worked out here, from the last one read back before they go out.
-            last = self.last_checkpoint.read_back() if self.last_checkpoint else None
+            last = None if self.last_checkpoint is None else self.last_checkpoint.read_back()
             with self.conn.overlap():
                 usage_tables.store_usage(self.conn, planned)
                 usage_tables.mark_usage_written(self.conn, position)

@@ -1,6 +1,6 @@
 """The users each scoped change can move the usage of (ledger.usage_effects.usage_scope), kept
 by log position, so that the next update recomputes those users' usage from all their jobs and
-carries every other association's (usage_tables.write_usage, continuous_state.update).
+carries every other association's (usage_tables.plan_usage, continuous_state.update).
 
 Two kinds of rows: a username (userid NULL) and a userid (username NULL), whose users are the
 ones holding it when the update runs. Holding a userid only grows between two updates while

@@ -695,21 +695,6 @@ def _changed_periods_totals(
     )
 
 
-def write_usage(
-    conn: Connection,
-    state: SiteState,
-    at: float,
-    fairshare: bool,
-    position: int | None = None,
-    since: int | None = None,
-    walked: Callable[[int, dict[AssocKey, AssociationUsage]], Ranking | None] | None = None,
-) -> tuple[dict[AssocKey, AssociationUsage], Ranking]:
-    """plan_usage, then store_usage; returns the usage and the walk."""
-    planned = plan_usage(conn, state, at, fairshare, position, since, walked)
-    store_usage(conn, planned)
-    return planned.usage, planned.ranking
-
-
 def plan_usage(
     conn: Connection,
     state: SiteState,
@@ -731,7 +716,8 @@ def plan_usage(
     update, when it ranked this very usage and no policy change came since: the same tree
     over the same usage ranks the same; a Slurm algorithm's values are always recomputed).
     Under the continuous model the usage is continuous_state.update's, which carries the sums
-    of the update at `since` forward."""
+    of the update at `since` forward and stores them: the one write made here. The columns are
+    store_usage's."""
     # (job_usage, fairshare) per association, as tuples: a row per association on every update.
     current: dict[AssocKey, tuple[float, float]] = {
         (username, bank): (job_usage, fairshare)
