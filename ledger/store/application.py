@@ -182,7 +182,7 @@ class Ledger(Application):
         factory: Any = super().construct_factory(env)
         if self.store.is_postgres:
             factory.datastore.pool = SharedConnectionPool(lambda: self.conn)
-            reuse_type_adapters(factory.datastore)
+            reuse_type_adapters(factory.datastore, self.store)
         elif env.get("CREATE_TABLE") != "y":
             factory.datastore.pool = SharedSQLitePool(lambda: self.conn)
         return factory

@@ -10,7 +10,9 @@ import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
+import psycopg
 import pytest
 
 from ledger import events as ev
@@ -34,20 +36,45 @@ def site_events(store: Store) -> list:
 
 
 @pytest.mark.parametrize("store", ["postgres"], indirect=True)
-def test_a_process_describes_the_librarys_composite_type_once(ledger_store: Store) -> None:
-    """Each opening of a ledger fetches the event store library's composite type again; psycopg
+def test_a_process_describes_the_librarys_composite_type_once(
+    ledger_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each opening of a ledger registers the event store library's composite type; psycopg
     builds new adapter classes for each new description, which a long-running process (a
-    server, this test run) would keep for good. The same type is described by one object."""
-    infos = []
-    for _ in range(2):
+    server, this test run) would keep for good. The same type is described by one object,
+    fetched once; a type made again (another OID) is described afresh."""
+    from psycopg.types.composite import CompositeInfo
+
+    fetched: list[str] = []
+    fetch = CompositeInfo.fetch
+
+    def counted(conn: Any, name: str) -> Any:
+        fetched.append(name)
+        return fetch(conn, name)
+
+    monkeypatch.setattr(CompositeInfo, "fetch", counted)
+
+    def described() -> Any:
         ledger = Ledger(parse_store_url(ledger_store.url))
         try:
             ledger.exists()  # the library's recorders are built and read through
-            infos.append(ledger.factory.datastore.psycopg_type_adapters)
+            adapters = ledger.factory.datastore.psycopg_type_adapters
+            assert list(adapters) == ["stored_event_uuid"]
+            return adapters["stored_event_uuid"]
         finally:
             ledger.close()
-    assert list(infos[0]) == list(infos[1]) == ["stored_event_uuid"]
-    assert infos[0]["stored_event_uuid"] is infos[1]["stored_event_uuid"]
+
+    first = described()
+    assert described() is first
+    assert len(fetched) == 1
+    schema = parse_store_url(ledger_store.url).schema
+    with psycopg.connect(ledger_store.url.split("?")[0], autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+    ledger_store.run("create-db")
+    again = described()
+    assert again is not first and again.oid != first.oid
+    assert len(fetched) == 2
+    ledger_store.run("add-bank", "root", "1")  # the new type serves the new ledger
 
 
 def test_the_librarys_reads_join_a_commands_transaction(ledger_store: Store) -> None:
