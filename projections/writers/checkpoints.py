@@ -233,13 +233,15 @@ class Written:
 
     @property
     def entries(self) -> dict[AssocKey, Entry]:
-        return self.read_back()._entries  # type: ignore[return-value]
-
-    def read_back(self) -> Written:
-        """This checkpoint with its entries read, if they were not yet."""
         if self._entries is None:
             assert self._conn is not None
             self._entries = read(self._conn, self.position)
+        return self._entries
+
+    def read_back(self) -> Written:
+        """This checkpoint with its entries read, if they were not yet: before statements
+        sent in an overlap (Connection.overlap), which a read would wait for."""
+        _ = self.entries
         return self
 
     def ranking(self) -> Ranking:

@@ -780,7 +780,7 @@ def plan_usage(
     return UsageWrite(usage, ranking, updates, banks, recomputed, stored_bins)
 
 
-@dataclass
+@dataclass(frozen=True)
 class UsageWrite:
     """What plan_usage found to write: every read done, only writes left (store_usage), so
     that on PostgreSQL they can be sent while the projector computes on (Connection.overlap)."""
