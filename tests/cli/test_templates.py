@@ -81,13 +81,10 @@ def _contents(admin: psycopg.Connection[Any], schema: str) -> dict[str, Any]:
 ATTEMPTS = 3
 
 
-def _ddl_mark(admin: psycopg.Connection[Any]) -> int:
-    """The DDL log's newest entry (0: none, or no log yet: the first copy installs it)."""
-    found = admin.execute("SELECT to_regclass(%s)", (templates._DDL_LOG,)).fetchone()
-    if found is None or found[0] is None:
-        return 0
-    row = admin.execute(f"SELECT coalesce(max(id), 0) FROM {templates._DDL_LOG}").fetchone()
-    return int(row[0]) if row is not None else 0
+def _ddl_mark() -> int:
+    """The DDL log's newest entry, as a copy records it (the fixtures' connection installs the
+    log when it is first made)."""
+    return templates._ddl_mark(templates._admin(PG_BASE))
 
 
 def _disturbed(admin: psycopg.Connection[Any], mark: int) -> bool:
@@ -117,7 +114,7 @@ def test_a_kept_copy_holds_what_a_replayed_copy_holds(
     admin: psycopg.Connection[Any], schemas: list[str]
 ) -> None:
     for attempt in range(ATTEMPTS):
-        names, mark = _fresh(schemas, 2), _ddl_mark(admin)
+        names, mark = _fresh(schemas, 2), _ddl_mark()
         first = _copy(names[0])
         template = _template()
         spare = len(template.spare)
@@ -166,7 +163,7 @@ def test_ddl_in_another_schema_leaves_a_copy_kept(
     admin: psycopg.Connection[Any], schemas: list[str]
 ) -> None:
     for attempt in range(ATTEMPTS):
-        (copied, other_schema), mark = _fresh(schemas, 2), _ddl_mark(admin)
+        (copied, other_schema), mark = _fresh(schemas, 2), _ddl_mark()
         _copy(copied)
         template = _template()
         spare = len(template.spare)
