@@ -18,9 +18,15 @@ demo: $(STAMP)
 	  demo/fairledger-slurm.db demo/fairledger-slurm.db-wal demo/fairledger-slurm.db-shm
 	$(BIN)/fairledger --db sqlite:///demo/fairledger.db demo
 
+# The suite's processes (two workers and the commands its tests run as processes) compile the
+# same modules: with bytecode writing off, as some machines set it, each compiles them all
+# again, and the workers rewrite every test module's asserts (about 5 s a worker). Their
+# bytecode is kept under the virtualenv instead, out of the source tree.
+PYCACHE := $(abspath $(VENV))/pycache
+
 test: $(STAMP)
 	$(BIN)/lint-imports --no-cache
-	$(BIN)/pytest
+	PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(PYCACHE) $(BIN)/pytest
 
 lint: $(STAMP)
 	$(BIN)/ruff check ledger projections cli tests bench
