@@ -23,7 +23,7 @@ from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, Application, Repository
 from eventsourcing.persistence import IntegrityError, JSONTranscoder, StoredEvent, Transcoding
-from eventsourcing.utils import get_topic
+from eventsourcing.utils import Environment, get_topic
 
 from ledger import events as ev
 from ledger import neutralizations
@@ -173,6 +173,17 @@ class Ledger(Application):
         bound_connection_waits(self.recorder, store)
         if not store.is_postgres:
             self.log_present = append_only.protect(store, conn)
+
+    def construct_env(self, name: str, env: Any = None) -> Environment:
+        """The library's settings from the store's URL alone. The library's own construct_env
+        lays the process's environment over its defaults, so a variable set for anything else
+        (COMPRESSOR_TOPIC, CIPHER_TOPIC, or LEDGER_POSTGRES_SCHEMA, which outranks the schema
+        the URL names) would change how this ledger's log is written or where it is read."""
+        settings = dict(type(self).env)
+        if self.is_snapshotting_enabled or self.snapshotting_intervals:
+            settings["IS_SNAPSHOTTING_ENABLED"] = "y"
+        settings.update(env or {})
+        return Environment(name, settings)
 
     def construct_factory(self, env: Any) -> Any:
         """The library's factory; its recorders read through this ledger's one connection

@@ -104,6 +104,35 @@ def test_the_librarys_reads_join_a_commands_transaction(ledger_store: Store) -> 
         ledger.close()
 
 
+# Settings the event store library would take from the process's environment: each changes
+# how events are stored, or (LEDGER_ outranks the unprefixed name) where the log is.
+FOREIGN_SETTINGS = {
+    "COMPRESSOR_TOPIC": "eventsourcing.compressor:ZlibCompressor",
+    "LEDGER_COMPRESSOR_TOPIC": "eventsourcing.compressor:ZlibCompressor",
+    "CIPHER_TOPIC": "eventsourcing.cipher:AESCipher",
+    "LEDGER_POSTGRES_SCHEMA": "elsewhere",
+    "LEDGER_SQLITE_DBNAME": ":memory:",
+    "LEDGER_PERSISTENCE_MODULE": "eventsourcing.popo",
+}
+
+
+def test_the_environment_does_not_change_how_the_log_is_stored(
+    ledger_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A variable set in a site's shell for another program never reaches the event store
+    library: a write made under them is read back by a command without them, from the same
+    log, and a read made under them sees what was written without them."""
+    ledger_store.run("add-bank", "root", "1")
+    with monkeypatch.context() as env:
+        for name, value in FOREIGN_SETTINGS.items():
+            env.setenv(name, value)
+        ledger_store.run("add-bank", "a", "2", "--parent-bank", "root")
+        under = ledger_store.run("list-banks", "--json").stdout
+    assert [b["bank"] for b in json.loads(under)] == ["root", "a"]
+    assert ledger_store.run("list-banks", "--json").stdout == under
+    assert "read models: " in ledger_store.run("verify", now=None).stdout
+
+
 def test_create_db_options_and_refusals(store: Store) -> None:
     missing = store.run("list-banks", expect=1).stderr
     if store.kind == "sqlite":  # flux-accounting's words first: its tests grep them
