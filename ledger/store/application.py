@@ -56,7 +56,8 @@ from ledger.store.connections import (
     bound_connection_waits,
     ensure_schema,
     event_table_exists,
-    reuse_type_adapters,
+    defer_type_adapters,
+    registered_before_writes,
 )
 from ledger.store.site_repository import SiteRepository
 
@@ -161,6 +162,7 @@ class Ledger(Application):
         self._owns_conn = False
         self._log_ready = False
         self._after_commit: list[Callable[[], None]] = []
+        self._register_types: Callable[[], None] = lambda: None  # PostgreSQL's: construct_factory
         # Only create-db makes the tables: concurrent DDL from every command that opens the
         # ledger would race in PostgreSQL's catalog ("tuple concurrently updated").
         env = dict(store.eventsourcing_env(), CREATE_TABLE="y" if create_tables else "n")
@@ -193,10 +195,22 @@ class Ledger(Application):
         factory: Any = super().construct_factory(env)
         if self.store.is_postgres:
             factory.datastore.pool = SharedConnectionPool(lambda: self.conn)
-            reuse_type_adapters(factory.datastore, self.store)
+            self._register_types = defer_type_adapters(factory.datastore, self.store)
         elif env.get("CREATE_TABLE") != "y":
             factory.datastore.pool = SharedSQLitePool(lambda: self.conn)
         return factory
+
+    def construct_recorder(self) -> Any:
+        recorder = super().construct_recorder()
+        if self.store.is_postgres:
+            registered_before_writes(recorder, self._register_types)
+        return recorder
+
+    def construct_snapshot_store(self) -> Any:
+        snapshots = super().construct_snapshot_store()
+        if snapshots is not None and self.store.is_postgres:
+            registered_before_writes(snapshots.recorder, self._register_types)
+        return snapshots
 
     def construct_repository(self) -> Repository[UUID]:
         """The library's repository, except that the Site is loaded without the events

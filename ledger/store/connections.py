@@ -644,21 +644,27 @@ _TYPE_INFOS: dict[tuple[Any, ...], Any] = {}
 _FETCHED: dict[tuple[str, int, str, str], Any] = {}
 
 
-def reuse_type_adapters(datastore: Any, store: StoreConfig) -> None:
+def defer_type_adapters(datastore: Any, store: StoreConfig) -> Callable[[], None]:
     """Make the library's PostgreSQL `datastore` (of `store`) register the adapters of its
-    composite types with one CompositeInfo per distinct type in this process. The library
-    fetches a new one on each construction of its recorders, and psycopg builds new adapter
+    composite types only when asked through the function returned, and with one CompositeInfo
+    per distinct type in this process.
+
+    When: the library registers them as each recorder is built, a catalog query and psycopg's
+    registration on every opening, about 0.5 ms. Only its own writes use them (it writes
+    nothing but snapshots here; our events go in through log_tables), so the recorders that
+    write call the function first (`registered_before_writes`).
+
+    Once: the library fetches a new description each time, and psycopg builds new adapter
     classes for each new object (its builders are cached by the object) and keeps them: a
     process that opens many ledgers (a server, a test run) grows without end, and each
-    registration gets slower as they pile up (0.2 ms at first, 0.7 ms after 2,000).
+    registration gets slower as they pile up (0.2 ms at first, 0.7 ms after 2,000). A type
+    this process has described already is looked up by name alone (`to_regtype`, about 0.1 ms,
+    against about 0.5 ms for the description's catalog query on a warm session): the same OID
+    is the same type, since the library never alters it in place. A type made again (a schema
+    dropped and made anew) has another OID and is described afresh.
 
-    A type this process has described already is looked up by name alone (`to_regtype`, about
-    0.1 ms, against about 0.5 ms for the description's catalog query on a warm session): the
-    same OID is the same type, since the library never alters it in place. A type made again
-    (a schema dropped and made anew) has another OID and is described afresh.
-
-    The library's own `register_type_adapters` (eventsourcing 9.5.6, pinned), but for how the
-    description is found."""
+    The registration is the library's own `register_type_adapters` (eventsourcing 9.5.6,
+    pinned), but for how the description is found."""
     from psycopg.rows import tuple_row
     from psycopg.types.composite import CompositeInfo, register_composite
 
@@ -671,7 +677,7 @@ def reuse_type_adapters(datastore: Any, store: StoreConfig) -> None:
                 row = cur.execute("SELECT to_regtype(%s)::oid", (qualified,)).fetchone()
             oid = row[0] if row is not None else None
             if oid is None:
-                return None  # not there (yet: create-db makes it after)
+                return None
             if oid == known.oid:
                 return known
         fetched = CompositeInfo.fetch(conn, qualified)
@@ -693,7 +699,21 @@ def reuse_type_adapters(datastore: Any, store: StoreConfig) -> None:
                 datastore.psycopg_type_adapters[name] = info
                 datastore.psycopg_python_types[name] = info.python_type
 
-    datastore.register_type_adapters = register_type_adapters
+    datastore.register_type_adapters = lambda: None
+    return register_type_adapters
+
+
+def registered_before_writes(recorder: Any, register: Callable[[], None]) -> None:
+    """The library's `recorder` registers its types (`register`, from defer_type_adapters)
+    before it writes: a cursor takes its connection's adapters when it is made, so they must
+    be there before the library's insert makes its own."""
+    insert_events = recorder.insert_events
+
+    def registered_first(stored_events: Any, **kwargs: Any) -> Any:
+        register()
+        return insert_events(stored_events, **kwargs)
+
+    recorder.insert_events = registered_first
 
 
 def _description(info: Any) -> tuple[Any, ...]:

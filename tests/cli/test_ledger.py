@@ -36,13 +36,14 @@ def site_events(store: Store) -> list:
 
 
 @pytest.mark.parametrize("store", ["postgres"], indirect=True)
-def test_a_process_describes_the_librarys_composite_type_once(
+def test_the_librarys_composite_type_is_described_once_and_only_for_its_writes(
     ledger_store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Each opening of a ledger registers the event store library's composite type; psycopg
-    builds new adapter classes for each new description, which a long-running process (a
-    server, this test run) would keep for good. The same type is described by one object,
-    fetched once; a type made again (another OID) is described afresh."""
+    """The event store library's composite type serves only its own writes (snapshots): an
+    opening that reads describes nothing. psycopg builds new adapter classes for each new
+    description, which a long-running process (a server, this test run) would keep for good:
+    the same type is described by one object, fetched once; a type made again (another OID) is
+    described afresh."""
     from psycopg.types.composite import CompositeInfo
 
     fetched: list[str] = []
@@ -54,27 +55,31 @@ def test_a_process_describes_the_librarys_composite_type_once(
 
     monkeypatch.setattr(CompositeInfo, "fetch", counted)
 
-    def described() -> Any:
+    def described(*bank: str) -> Any:
+        ledger_store.run("add-bank", *bank)  # a new version of the Site to snapshot
         ledger = Ledger(parse_store_url(ledger_store.url))
         try:
-            ledger.exists()  # the library's recorders are built and read through
+            before = len(fetched)
+            assert ledger.exists()  # the library's recorders are built and read through
             adapters = ledger.factory.datastore.psycopg_type_adapters
+            assert adapters == {} and len(fetched) == before
+            ledger.take_snapshot(SITE_ID)  # the library's write
             assert list(adapters) == ["stored_event_uuid"]
             return adapters["stored_event_uuid"]
         finally:
             ledger.close()
 
-    first = described()
-    assert described() is first
+    first = described("root", "1")
+    assert fetched == [f"{parse_store_url(ledger_store.url).schema}.stored_event_uuid"]
+    assert described("other", "1", "--parent-bank", "root") is first
     assert len(fetched) == 1
     schema = parse_store_url(ledger_store.url).schema
     with psycopg.connect(ledger_store.url.split("?")[0], autocommit=True) as conn:
         conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
     ledger_store.run("create-db")
-    again = described()
+    again = described("root", "1")
     assert again is not first and again.oid != first.oid
     assert len(fetched) == 2
-    ledger_store.run("add-bank", "root", "1")  # the new type serves the new ledger
 
 
 def test_the_librarys_reads_join_a_commands_transaction(ledger_store: Store) -> None:
