@@ -54,9 +54,9 @@ from ledger.store.connections import (
     SharedSQLitePool,
     StoreConfig,
     bound_connection_waits,
+    defer_type_adapters,
     ensure_schema,
     event_table_exists,
-    defer_type_adapters,
     registered_before_writes,
 )
 from ledger.store.site_repository import SiteRepository
