@@ -454,8 +454,7 @@ class Ledger(Application):
         for attempt in range(MAX_ATTEMPTS):
             self._after_commit = []
             try:
-                with conn.transaction():
-                    log_tables.lock(conn)
+                with log_tables.locked(conn):
                     self._prepare_log(conn)
                     result = work(conn)
             except Exception as err:

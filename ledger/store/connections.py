@@ -415,11 +415,16 @@ class Connection:
                 yield from batch
 
     @contextmanager
-    def transaction(self) -> Iterator[Connection]:
+    def transaction(self, first: Sequence[str] = ()) -> Iterator[Connection]:
         """One write transaction; SQLite takes the write lock at BEGIN so that concurrent
-        catch-ups queue instead of failing on a lock upgrade."""
-        self.execute("BEGIN" if self.config.is_postgres else "BEGIN IMMEDIATE")
+        catch-ups queue instead of failing on a lock upgrade. `first`: parameterless statements
+        that open it (the writers' lock), on PostgreSQL sent with the BEGIN in one round trip."""
         try:
+            if self.config.is_postgres:
+                self.raw.execute(";\n".join(("BEGIN", *first)))
+            else:
+                self.execute("BEGIN IMMEDIATE")
+                self.run_statements(first)
             yield self
             self.execute("COMMIT")
         except BaseException:

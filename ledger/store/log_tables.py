@@ -16,6 +16,7 @@ the others' committed events, and timestamps never decrease along the log.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
@@ -60,14 +61,21 @@ def _position(conn: Connection) -> str:
     return "notification_id" if conn.config.is_postgres else "rowid"
 
 
-def lock(conn: Connection) -> None:
-    """Take the writers' lock in the open transaction (held until it ends)."""
-    if conn.config.is_postgres:
-        conn.execute(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT_SECONDS}s'")
-        conn.execute(
-            "SELECT pg_advisory_xact_lock(hashtext(?))", (f"fairledger:{conn.config.schema}",)
-        )
-    # SQLite: BEGIN IMMEDIATE (Connection.transaction) already holds the database's write lock.
+def locked(conn: Connection) -> AbstractContextManager[Connection]:
+    """A write transaction that holds the writers' lock until it ends."""
+    return conn.transaction(first=lock_statements(conn))
+
+
+def lock_statements(conn: Connection) -> list[str]:
+    """What takes the writers' lock at a transaction's start: parameterless, so that they
+    travel with its BEGIN (the schema's name is checked to be letters, digits and _)."""
+    if not conn.config.is_postgres:
+        return []  # BEGIN IMMEDIATE (Connection.transaction) holds the database's write lock
+    key = f"fairledger:{conn.config.schema}".replace("'", "''")
+    return [
+        f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT_SECONDS}s'",
+        f"SELECT pg_advisory_xact_lock(hashtext('{key}'))",
+    ]
 
 
 def missing_tables(conn: Connection) -> list[str]:

@@ -390,8 +390,7 @@ def catch_up(ledger: Ledger, conn: Connection) -> int:
     behind = (ledger.recorder.max_notification_id() or 0) - _tracked(conn, PROJECTION)
     if behind <= 0:
         return 0  # caught up: reads take no lock and need no write privilege
-    with _poison_named(), conn.transaction():
-        log_tables.lock(conn)
+    with _poison_named(), log_tables.locked(conn):
         keep = _fold(ledger, conn, [])
     keep()
     return behind
@@ -415,8 +414,7 @@ def prepare(conn: Connection, ledger: Ledger) -> None:
     try:
         version = _tracked(conn, READ_MODEL_KEY)
     except Exception:  # no tracking table yet (either store's "no such table" error)
-        with conn.transaction():
-            log_tables.lock(conn)
+        with log_tables.locked(conn):
             create_tables(conn)
         version = _tracked(conn, READ_MODEL_KEY)
     if version != schema.READ_MODEL_VERSION:
@@ -426,8 +424,7 @@ def prepare(conn: Connection, ledger: Ledger) -> None:
             # A log an earlier release poisoned cannot be refolded until the doctor sets its
             # events aside, and the doctor must still open it: lay the new tables out empty
             # (nothing folded, so a read or write still names the cure) for its append to fold.
-            with conn.transaction():
-                log_tables.lock(conn)
+            with log_tables.locked(conn):
                 drop_tables(conn)
                 create_tables(conn)
                 _FOLDED.pop(ledger, None)
@@ -439,8 +436,7 @@ def rebuild(ledger: Ledger, conn: Connection) -> None:
     PostgreSQL's planner statistics for them: new tables have none until autovacuum analyzes
     them, and meanwhile a cycle's reads of a million jobs were planned as scans (on the bench
     ledger, the carried usage's query for jobs still running took 0.15 s, and 0.01 s after)."""
-    with _poison_named(), conn.transaction():
-        log_tables.lock(conn)
+    with _poison_named(), log_tables.locked(conn):
         drop_tables(conn)
         create_tables(conn)
         _FOLDED.pop(ledger, None)

@@ -6,9 +6,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import sqlite3
 import subprocess
 import sys
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +20,7 @@ import pytest
 
 from ledger import events as ev
 from ledger.site import SITE_ID
-from ledger.store import log_tables
+from ledger.store import application, connections, log_tables
 from ledger.store.application import SNAPSHOT_FORMS, Ledger
 from ledger.store.connections import parse_store_url
 from projections.writers import runner
@@ -136,6 +139,49 @@ def test_the_environment_does_not_change_how_the_log_is_stored(
     assert [b["bank"] for b in json.loads(under)] == ["root", "a"]
     assert ledger_store.run("list-banks", "--json").stdout == under
     assert "read models: " in ledger_store.run("verify", now=None).stdout
+
+
+@contextmanager
+def writers_lock_held(store: Store) -> Iterator[None]:
+    """Another writer holding the ledger's writers' lock, in an open transaction."""
+    config = parse_store_url(store.url)
+    if config.is_postgres:
+        with psycopg.connect(store.url.split("?")[0], autocommit=True) as other:
+            other.execute("BEGIN")
+            other.execute(
+                "SELECT pg_advisory_xact_lock(hashtext(%s))", (f"fairledger:{config.schema}",)
+            )
+            yield
+            other.execute("ROLLBACK")
+        return
+    other = sqlite3.connect(config.path, isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")
+        yield
+        other.execute("ROLLBACK")
+    finally:
+        other.close()
+
+
+def test_a_writer_that_cannot_have_the_lock_gives_up_in_one_line_and_writes_nothing(
+    ledger_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While another writer holds the lock, a command waits out the lock timeout on each
+    attempt, then says so in one line and records nothing; once the lock is free it writes."""
+    monkeypatch.setattr(application, "MAX_ATTEMPTS", 2)
+    monkeypatch.setattr(application, "BACKOFF_SECONDS", 0.01)
+    monkeypatch.setattr(log_tables, "LOCK_TIMEOUT_SECONDS", 0.2)
+    monkeypatch.setattr(connections, "SQLITE_BUSY_TIMEOUT_SECONDS", 1)  # whole seconds
+    before = ledger_store.log_position()
+    with writers_lock_held(ledger_store):
+        refused = ledger_store.run("add-bank", "root", "1", expect=1)
+    assert refused.stderr == (
+        "fairledger: gave up after 2 attempts: "
+        "the ledger stayed locked by other writers\n"
+    )
+    assert ledger_store.log_position() == before
+    ledger_store.run("add-bank", "root", "1")
+    assert ledger_store.log_position() > before
 
 
 def test_create_db_options_and_refusals(store: Store) -> None:
