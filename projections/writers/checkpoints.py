@@ -238,11 +238,10 @@ class Written:
             self._entries = read(self._conn, self.position)
         return self._entries
 
-    def read_back(self) -> Written:
-        """This checkpoint with its entries read, if they were not yet: before statements
-        sent in an overlap (Connection.overlap), which a read would wait for."""
+    def read_back(self) -> None:
+        """Read this checkpoint's entries if they were not yet: before statements are sent in
+        an overlap (Connection.overlap), which a read would wait for."""
         _ = self.entries
-        return self
 
     def ranking(self) -> Ranking:
         """The walk's ranks as this checkpoint keeps them: the ranking the walk at `position`

@@ -304,7 +304,8 @@ class _Folder:
             )
             # The columns' UPDATEs (10,000 rows on a large site) run on the server while the
             # checkpoint is worked out here, from the last one read back before they go out.
-            last = None if self.last_checkpoint is None else self.last_checkpoint.read_back()
+            if last is not None:
+                last.read_back()
             with self.conn.overlap():
                 usage_tables.store_usage(self.conn, planned)
                 usage_tables.mark_usage_written(self.conn, position)

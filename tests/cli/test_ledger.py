@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -22,7 +21,7 @@ from ledger import events as ev
 from ledger.site import SITE_ID
 from ledger.store import application, connections, log_tables
 from ledger.store.application import SNAPSHOT_FORMS, Ledger
-from ledger.store.connections import parse_store_url
+from ledger.store.connections import Connection, parse_store_url
 from projections.writers import runner
 from tests.cli.sites import build_flux_account_site
 from tests.conftest import T0, Store
@@ -143,22 +142,11 @@ def test_the_environment_does_not_change_how_the_log_is_stored(
 
 @contextmanager
 def writers_lock_held(store: Store) -> Iterator[None]:
-    """Another writer holding the ledger's writers' lock, in an open transaction."""
-    config = parse_store_url(store.url)
-    if config.is_postgres:
-        with psycopg.connect(store.url.split("?")[0], autocommit=True) as other:
-            other.execute("BEGIN")
-            other.execute(
-                "SELECT pg_advisory_xact_lock(hashtext(%s))", (f"fairledger:{config.schema}",)
-            )
-            yield
-            other.execute("ROLLBACK")
-        return
-    other = sqlite3.connect(config.path, isolation_level=None)
+    """Another fairledger writer holding the ledger's writers' lock, in an open transaction."""
+    other = Connection(parse_store_url(store.url))
     try:
-        other.execute("BEGIN IMMEDIATE")
-        yield
-        other.execute("ROLLBACK")
+        with log_tables.locked(other):
+            yield
     finally:
         other.close()
 
