@@ -98,6 +98,8 @@ class Step:
     rss_kib: int | None
     stdout: str
     stderr: str
+    cpu: float = 0.0  # the command's processes: user + system seconds
+    machine_cpu: float = 0.0  # every CPU of the machine, busy seconds over the same wall
 
     @property
     def rss_mib(self) -> float | None:
@@ -214,12 +216,14 @@ class Cli:
                 timed = argv
                 if self.time_bin:
                     timed = [self.time_bin, "-f", "%M", "-o", str(rss_path), *argv]
+                busy_before = _machine_busy_seconds()
                 started = time.perf_counter()
                 popen = subprocess.Popen(
                     timed, stdout=out, stderr=err, env=self.env, start_new_session=True
                 )
                 usage, stalled = self._wait(popen)
                 wall = time.perf_counter() - started
+                machine_cpu = _machine_busy_seconds() - busy_before
             rss = _read_time_rss(rss_path) if self.time_bin else int(usage.ru_maxrss)
             stdout = out_path.read_text(errors="replace")
             stderr = err_path.read_text(errors="replace")
@@ -233,7 +237,8 @@ class Cli:
                 f"{' '.join(argv)} exited {popen.returncode}\n"
                 f"stdout: {stdout.strip()}\nstderr: {stderr.strip()}"
             )
-        return Step(name, wall, rss, stdout, stderr)
+        cpu = usage.ru_utime + usage.ru_stime  # os.wait4's: the child and what it reaped
+        return Step(name, wall, rss, stdout, stderr, cpu, machine_cpu)
 
     def _wait(self, popen: subprocess.Popen[bytes]) -> tuple[Any, str | None]:
         """Wait for the child (os.wait4: its own rusage) while a watchdog thread kills it if
@@ -290,6 +295,28 @@ def _tree_cpu_ticks(pid: int) -> int:
         except (OSError, IndexError, ValueError):
             continue
     return total
+
+
+def _machine_busy_seconds() -> float:
+    """Seconds every CPU has spent busy since boot (Linux /proc/stat: all but idle and
+    iowait); 0.0 where there is no /proc."""
+    try:
+        with open("/proc/stat", encoding="ascii") as stat:
+            ticks = [int(v) for v in stat.readline().split()[1:]]
+    except (OSError, ValueError):
+        return 0.0
+    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_per_job(steps: list[Step], jobs: int, cpus: int) -> str:
+    """The CPU an ingest took per job, its command's and the rest of the machine's (on
+    PostgreSQL, mostly its server; the bench's own watchdog is a little of it), and the rate
+    that CPU would allow if every CPU were kept busy: the bound that no overlap of client and
+    server can pass."""
+    client = sum(step.cpu for step in steps) / jobs
+    rest = max(0.0, sum(step.machine_cpu for step in steps) / jobs - client)
+    bound = cpus / (client + rest) if client + rest > 0 else math.inf
+    return f"{client * 1e6:.1f} + {rest * 1e6:.1f} µs (≤ {bound:,.0f} jobs/s on {cpus} CPUs)"
 
 
 def _read_time_rss(path: Path) -> int | None:
@@ -451,6 +478,7 @@ def measure_store(result: StoreResult, url: str, data: Data, cli: Cli) -> None:
     rate = recorded / wall
     result.add("ingest-time", f"{_secs(wall)} ({weeks} runs, {unmatched} unmatched)")
     result.add("ingest-rate", f"{rate:,.0f} jobs/s", rate >= INGEST_TARGET[result.store])
+    result.add("ingest-cpu", cpu_per_job(ingests, recorded, os.cpu_count() or 1))
     result.add("rss-ingest", *_mib(max(ingests, key=lambda s: s.rss_kib or 0)))
     result.add("weekly-updates", f"{_secs(cron)} ({weeks - 1} × 2 runs)")
     log(f"{title}: {rate:,.0f} jobs/s ({wall:.1f} s)")
@@ -654,6 +682,11 @@ def rows(n_jobs: int, n_assoc: int, n_extra: int) -> list[tuple[str, str, str]]:
             "ingest-rate",
             "ingest rate",
             f"≥ {INGEST_TARGET['sqlite']:,.0f} /s SQLite, ≥ {INGEST_TARGET['postgres']:,.0f} /s PG",
+        ),
+        (
+            "ingest-cpu",
+            "ingest CPU per job: the command + the rest of the machine (PG: its server)",
+            "",
         ),
         ("weekly-updates", "update-usage + update-fshare after each earlier week", ""),
         ("update-cold", "update-usage + update-fshare, full load", f"≤ {UPDATE_COLD_TARGET} s"),
