@@ -9,6 +9,7 @@ import json
 
 import pytest
 
+from tests.builders import job_line
 from tests.cli.test_history import lines
 from tests.conftest import DATA, T0, Store, refusal
 
@@ -162,18 +163,11 @@ def test_associations_take_a_qos_list_and_default(ledger_store: Store) -> None:
 
 # --- the charge --------------------------------------------------------------------------------
 def job(job_id: int, start: float, qos: str | None) -> str:
-    record = {
-        "id": job_id,
-        "username": "amy",
-        "userid": 5001,
-        "t_run": start,
-        "t_inactive": start + 100,
-        "nnodes": 1,
-        "ncores": 4,
-    }
-    if qos is not None:
-        record["qos"] = qos
-    return json.dumps(record) + "\n"
+    extra = {"qos": qos} if qos is not None else {}
+    return (
+        job_line(job_id, user="amy", userid=5001, end=start + 100, seconds=100, ncores=4, **extra)
+        + "\n"
+    )
 
 
 def usage(store: Store, now: float) -> float:
