@@ -164,8 +164,7 @@ def test_a_writer_that_cannot_have_the_lock_gives_up_in_one_line_and_writes_noth
     with writers_lock_held(ledger_store):
         refused = ledger_store.run("add-bank", "root", "1", expect=1)
     assert refused.stderr == (
-        "fairledger: gave up after 2 attempts: "
-        "the ledger stayed locked by other writers\n"
+        "fairledger: gave up after 2 attempts: the ledger stayed locked by other writers\n"
     )
     assert ledger_store.log_position() == before
     ledger_store.run("add-bank", "root", "1")
