@@ -8,16 +8,12 @@ from typing import TYPE_CHECKING
 
 from ledger.store import log_tables
 from ledger.store.connections import Connection, is_permission_error
+from projections.writers import tracking
 from projections.writers.schema import READ_MODEL_VERSION
+from projections.writers.tracking import PROJECTION, READ_MODEL_KEY
 
 if TYPE_CHECKING:
     from ledger.store.application import Ledger
-
-# The projection_tracking rows of the projector (projections.writers.runner's PROJECTION and
-# READ_MODEL_KEY, which tests/cli/test_startup.py holds equal to these): named here so that a
-# read can check them without importing the projector and the whole domain under it.
-TRACKED_POSITION = "ledger"
-TRACKED_LAYOUT = "__read_model_version__"
 
 
 def current(conn: Connection) -> bool:
@@ -25,18 +21,14 @@ def current(conn: Connection) -> bool:
     answer from them without opening the Ledger application (a small read's start-up). Missing
     tables or rows answer False: the full path creates or rebuilds them."""
     try:
-        rows = conn.query(
-            "SELECT name, position FROM projection_tracking WHERE name IN (?, ?)",
-            (TRACKED_POSITION, TRACKED_LAYOUT),
-        )
+        tracked = tracking.positions(conn, (PROJECTION, READ_MODEL_KEY))
     except Exception:  # no tracking table yet (either store's "no such table" error)
         return False
-    tracked = {str(row["name"]): int(row["position"]) for row in rows}
     head = log_tables.head_position(conn)
     return (
         head > 0
-        and tracked.get(TRACKED_POSITION) == head
-        and tracked.get(TRACKED_LAYOUT) == READ_MODEL_VERSION
+        and tracked.get(PROJECTION) == head
+        and tracked.get(READ_MODEL_KEY) == READ_MODEL_VERSION
     )
 
 
@@ -49,10 +41,7 @@ def catch_up_if_allowed(ledger: Ledger, conn: Connection) -> str | None:
     except Exception as err:
         if not is_permission_error(err):
             raise
-        rows = conn.query(
-            "SELECT position FROM projection_tracking WHERE name = ?", (runner.PROJECTION,)
-        )
-        position = int(rows[0]["position"])
+        position = tracking.position(conn, PROJECTION)
         head = ledger.recorder.max_notification_id() or 0
         return (
             f"the read models are at log position {position} of {head} and this role may not "

@@ -108,7 +108,7 @@ def carried(
         return None
     stored = _stored_mark(conn)
     # The sums of the update settled_position names: the last update written, which stored
-    # them (usage_tables.USAGE_WRITTEN moves with every write of the sums, so a later stored
+    # them (tracking.USAGE_WRITTEN moves with every write of the sums, so a later stored
     # mark with only jobs and updates between would carry to the same numbers too).
     if stored is None or not since <= stored.position < position:
         return None

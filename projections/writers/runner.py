@@ -32,16 +32,14 @@ from projections.writers import (
     checkpoints,
     continuous_state,
     schema,
+    tracking,
     usage_scope,
     usage_tables,
 )
 from projections.writers.site_tables import write_touched
+from projections.writers.tracking import PROJECTION, READ_MODEL_KEY, SITE_VERSION
 
 PAGE_SIZE = 500
-PROJECTION = "ledger"
-SITE_VERSION = "ledger:site_version"
-READ_MODEL_KEY = "__read_model_version__"
-TRACKING_ROWS = (PROJECTION, SITE_VERSION, usage_tables.USAGE_WRITTEN)
 REBIN_KEYS = ("priority_decay_half_life",)
 
 
@@ -107,23 +105,15 @@ def create_tables(conn: Connection) -> None:
             *usage_scope.INDEXES,
         ]
     )
-    tracked = {row["name"] for row in conn.query("SELECT name FROM projection_tracking")}
-    wanted = [(name, 0) for name in TRACKING_ROWS] + [(READ_MODEL_KEY, schema.READ_MODEL_VERSION)]
-    conn.executemany(
-        "INSERT INTO projection_tracking VALUES (?, ?)",
-        [(name, position) for name, position in wanted if name not in tracked],
+    tracking.add_missing(
+        conn,
+        {**dict.fromkeys(tracking.POSITIONS, 0), READ_MODEL_KEY: schema.READ_MODEL_VERSION},
     )
 
 
 def drop_tables(conn: Connection) -> None:
     for name in all_tables():
         conn.execute(f"DROP TABLE IF EXISTS {name}")
-
-
-def _tracked(conn: Connection, name: str, lock: bool = False) -> int:
-    suffix = " FOR UPDATE" if lock and conn.config.is_postgres else ""
-    rows = conn.query(f"SELECT position FROM projection_tracking WHERE name = ?{suffix}", (name,))
-    return int(rows[0]["position"])
 
 
 _FOLDED: weakref.WeakKeyDictionary[Ledger, tuple[int, SiteState]] = weakref.WeakKeyDictionary()
@@ -325,9 +315,9 @@ def _fold(ledger: Ledger, conn: Connection, appended: list[tuple[int, Any]]) -> 
     """In the open transaction: apply the committed events the read models have not seen,
     then `appended` (this transaction's own, not yet visible to the event store's reader),
     and move the positions. Returns what to keep once the transaction has committed."""
-    position = _tracked(conn, PROJECTION, lock=True)
+    position = tracking.position(conn, PROJECTION, lock=True)
     committed = appended[0][0] - 1 if appended else ledger.recorder.max_notification_id() or 0
-    site_version = _tracked(conn, SITE_VERSION)
+    site_version = tracking.position(conn, SITE_VERSION)
     # Only an event not folded yet can be neutralized (projections.doctor), and its
     # neutralization comes after it: those of the committed range, then this transaction's.
     neutralized = in_log(ledger, position, committed) if position < committed else Neutralizations()
@@ -347,11 +337,8 @@ def _fold(ledger: Ledger, conn: Connection, appended: list[tuple[int, Any]]) -> 
         folder.apply(event, at)
     folder.finish()
     head = appended[-1][0] if appended else committed
-    conn.execute("UPDATE projection_tracking SET position = ? WHERE name = ?", (head, PROJECTION))
-    conn.execute(
-        "UPDATE projection_tracking SET position = ? WHERE name = ?",
-        (folder.site_version, SITE_VERSION),
-    )
+    tracking.move(conn, PROJECTION, head)
+    tracking.move(conn, SITE_VERSION, folder.site_version)
 
     def keep() -> None:
         # For this process's next fold (an ingest folds once per chunk): loading a
@@ -388,7 +375,7 @@ def _remember(ledger: Ledger, site: Site) -> None:
 def catch_up(ledger: Ledger, conn: Connection) -> int:
     """Apply every committed event after the read models' position (a ledger written by an
     earlier release, or read models just rebuilt); returns how many were applied."""
-    behind = (ledger.recorder.max_notification_id() or 0) - _tracked(conn, PROJECTION)
+    behind = (ledger.recorder.max_notification_id() or 0) - tracking.position(conn, PROJECTION)
     if behind <= 0:
         return 0  # caught up: reads take no lock and need no write privilege
     with _poison_named(), log_tables.locked(conn):
@@ -413,11 +400,11 @@ def _poison_named() -> Iterator[None]:
 def prepare(conn: Connection, ledger: Ledger) -> None:
     """Create the read models if missing, and rebuild them when their layout changed."""
     try:
-        version = _tracked(conn, READ_MODEL_KEY)
+        version = tracking.position(conn, READ_MODEL_KEY)
     except Exception:  # no tracking table yet (either store's "no such table" error)
         with log_tables.locked(conn):
             create_tables(conn)
-        version = _tracked(conn, READ_MODEL_KEY)
+        version = tracking.position(conn, READ_MODEL_KEY)
     if version != schema.READ_MODEL_VERSION:
         try:
             rebuild(ledger, conn)
@@ -448,7 +435,7 @@ def rebuild(ledger: Ledger, conn: Connection) -> None:
 
 def tracked_position(conn: Connection) -> int:
     """The log position the read models reflect."""
-    return _tracked(conn, PROJECTION)
+    return tracking.position(conn, PROJECTION)
 
 
 def fold_into(ledger: Ledger, conn: Connection) -> None:

@@ -14,7 +14,7 @@ from ledger.flux_accounting.tables import (
     QUEUE_COLUMNS,
 )
 
-# 17: projection_tracking's ledger:usage_written (usage_tables.USAGE_WRITTEN), the last usage
+# 17: projection_tracking's ledger:usage_written (tracking.USAGE_WRITTEN), the last usage
 # update written, so that an update-fshare after an update-usage starts from it; 16: on
 # SQLite the tables of small rows keyed by their primary key are WITHOUT ROWID
 # (projections.writers.runner.KEY_ORDERED_TABLES); 15: on PostgreSQL the tables every update

@@ -38,7 +38,8 @@ from ledger.site_usage import (
 from ledger.state import CONTINUOUS, WEIGHTED_WALK, Association, SiteState
 from ledger.store.connections import Connection
 from ledger.usage import UsageParams, period_of, period_start
-from projections.writers import continuous_state, usage_scope
+from projections.writers import continuous_state, tracking, usage_scope
+from projections.writers.tracking import USAGE_WRITTEN
 from projections.writers.usage_scope import USERS_PER_QUERY, Who, who_of
 
 TABLES: dict[str, str] = {
@@ -539,19 +540,8 @@ def association_usage_at(
     return association_usage(state, totals, at, cleared)[key]
 
 
-# projection_tracking's row for the log position of the last usage update whose columns the
-# read models hold: an update-usage's, an update-fshare's, or an idle update-fshare's repeat.
-# A fold that meets an update-usage and, right after it, another update writes the usage once,
-# at the second (runner._Folder.apply); so while a replay runs the row may name an earlier
-# update than the live ledger's did, but once the fold ends it names the log's last update
-# either way, and a rebuild gives the same row.
-USAGE_WRITTEN = "ledger:usage_written"
-
-
 def mark_usage_written(conn: Connection, position: int) -> None:
-    conn.execute(
-        "UPDATE projection_tracking SET position = ? WHERE name = ?", (position, USAGE_WRITTEN)
-    )
+    tracking.move(conn, USAGE_WRITTEN, position)
 
 
 def settled_position(conn: Connection, state: SiteState, position: int, at: float) -> int | None:
@@ -570,8 +560,7 @@ def settled_position(conn: Connection, state: SiteState, position: int, at: floa
     the log sets aside (neutralized). Under the continuous model the mark's anchored sums are
     carried forward instead (continuous_state.update), unless a reset boundary came
     between."""
-    rows = conn.query("SELECT position FROM projection_tracking WHERE name = ?", (USAGE_WRITTEN,))
-    mark = int(rows[0]["position"]) if rows else 0
+    mark = tracking.positions(conn, (USAGE_WRITTEN,)).get(USAGE_WRITTEN, 0)
     if not 0 < mark < position:
         return None
     return mark if nothing_moved_usage(conn, state, mark, position, at) else None

@@ -77,14 +77,6 @@ def test_an_unknown_command_is_still_a_usage_error() -> None:
     assert "No such command 'view-bnak'" in result.stderr
 
 
-def test_the_freshness_check_names_the_projectors_rows() -> None:
-    from projections.queries import freshness
-    from projections.writers import runner
-
-    assert freshness.TRACKED_POSITION == runner.PROJECTION
-    assert freshness.TRACKED_LAYOUT == runner.READ_MODEL_KEY
-
-
 def _imported(*args: str) -> list[str]:
     """The modules `fairledger ARGS` imports, in a fresh interpreter."""
     code = (

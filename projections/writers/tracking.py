@@ -1,0 +1,58 @@
+"""The projector's bookmarks: projection_tracking, a number per name, read and moved in the
+transaction that folds the log into the read models.
+
+Apart from the projector so that a small read can check them (projections.queries.freshness)
+without importing the projector and the domain under it: this module needs only a connection.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ledger.store.connections import Connection
+
+# The last log position folded into the read models.
+PROJECTION = "ledger"
+# The Site aggregate's version they reflect.
+SITE_VERSION = "ledger:site_version"
+# The log position of the last usage update whose columns the read models hold: an
+# update-usage's, an update-fshare's, or an idle update-fshare's repeat. A fold that meets an
+# update-usage and, right after it, another update writes the usage once, at the second
+# (runner._Folder.apply); so while a replay runs the row may name an earlier update than the
+# live ledger's did, but once the fold ends it names the log's last update either way, and a
+# rebuild gives the same row.
+USAGE_WRITTEN = "ledger:usage_written"
+# The layout they were built with (schema.READ_MODEL_VERSION).
+READ_MODEL_KEY = "__read_model_version__"
+# The bookmarks that count log positions, each 0 in a new ledger.
+POSITIONS = (PROJECTION, SITE_VERSION, USAGE_WRITTEN)
+
+
+def position(conn: Connection, name: str, lock: bool = False) -> int:
+    """The bookmark `name`; with `lock`, its row locked for this transaction on PostgreSQL
+    (SQLite's writer holds the whole file already)."""
+    suffix = " FOR UPDATE" if lock and conn.config.is_postgres else ""
+    rows = conn.rows(f"SELECT position FROM projection_tracking WHERE name = ?{suffix}", (name,))
+    return int(rows[0][0])
+
+
+def positions(conn: Connection, names: tuple[str, ...]) -> dict[str, int]:
+    """The bookmarks of `names` that the table holds."""
+    marks = ", ".join("?" * len(names))
+    rows = conn.rows(
+        f"SELECT name, position FROM projection_tracking WHERE name IN ({marks})", names
+    )
+    return {str(name): int(value) for name, value in rows}
+
+
+def move(conn: Connection, name: str, value: int) -> None:
+    conn.execute("UPDATE projection_tracking SET position = ? WHERE name = ?", (value, name))
+
+
+def add_missing(conn: Connection, wanted: Mapping[str, int]) -> None:
+    """The bookmarks of `wanted` that the table lacks, with their starting values."""
+    held = {str(name) for (name,) in conn.rows("SELECT name FROM projection_tracking")}
+    conn.executemany(
+        "INSERT INTO projection_tracking VALUES (?, ?)",
+        [(name, value) for name, value in wanted.items() if name not in held],
+    )
