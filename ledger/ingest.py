@@ -217,8 +217,8 @@ def unique_in_input(records: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any
             yield record
 
 
-def check_no_bad_lines(parsed: ParsedInput, source: str) -> None:
-    if parsed.bad:
-        first = parsed.bad[0]
-        more = f" (and {len(parsed.bad) - 1} more bad lines)" if len(parsed.bad) > 1 else ""
+def check_no_bad_lines(bad: list[BadLine], source: str) -> None:
+    if bad:
+        first = bad[0]
+        more = f" (and {len(bad) - 1} more bad lines)" if len(bad) > 1 else ""
         raise InvalidValue(f"{source}: {first}{more}; nothing recorded")

@@ -13,6 +13,25 @@ from ledger.store.connections import Connection
 from projections.writers import usage_tables
 
 Identity = tuple[int, str, str]
+Charge = tuple[Identity, int, Any]  # a job's identity, its charge units, its id
+
+
+def charges_of(records: list[dict[str, Any]]) -> list[Charge]:
+    """What each record adds to its identity's total, in order (a record whose charge an
+    opening balance holds, recorded with charge_units 0, adds nothing)."""
+    return [
+        (
+            (
+                -1 if r.get("userid") is None else int(r["userid"]),
+                r.get("username") or "",
+                r.get("bank") or "",
+            ),
+            usage_tables.charge_units(r["charge"]),
+            r["id"],
+        )
+        for r in records
+        if not r.get("in_balance")
+    ]
 
 
 def recorded_charges(conn: Connection) -> ChargeTotals:
@@ -43,15 +62,10 @@ class ChargeTotals:
         self.recorded: dict[Identity, int] | None = None
 
     def add(self, records: list[dict[str, Any]]) -> None:
-        for r in records:
-            if r.get("in_balance"):
-                continue  # recorded with charge_units 0: its charge is the balance's
-            key = (
-                -1 if r.get("userid") is None else int(r["userid"]),
-                r.get("username") or "",
-                r.get("bank") or "",
-            )
-            units = usage_tables.charge_units(r["charge"])
+        self.add_charges(charges_of(records))
+
+    def add_charges(self, charges: list[Charge]) -> None:
+        for key, units, job_id in charges:
             self.read[key] = self.read.get(key, 0) + units
             self.read_units += units
             if self.recorded is None:
@@ -62,17 +76,17 @@ class ChargeTotals:
                     continue
                 self.recorded = self.load()
                 for earlier in self.read:  # read before the sum came near the bound
-                    self._check(earlier, r)
+                    self._check(earlier, job_id)
             else:
-                self._check(key, r)
+                self._check(key, job_id)
 
-    def _check(self, key: Identity, record: dict[str, Any]) -> None:
+    def _check(self, key: Identity, job_id: Any) -> None:
         assert self.recorded is not None
         total = self.recorded.get(key, 0) + self.read[key]
         if total > bounds.ASSOCIATION_CHARGE_UNITS_MAX:
             who = "/".join(bounds.printable(str(part)) for part in key if part not in ("", -1))
             raise InvalidValue(
-                f"job {record['id']}: the charges of {who} would total "
+                f"job {job_id}: the charges of {who} would total "
                 f"{total / bounds.CHARGE_UNITS:.5f}, more than the ledger can sum "
                 f"({bounds.ASSOCIATION_CHARGE_UNITS_MAX / bounds.CHARGE_UNITS:.5f}); "
                 "nothing recorded"

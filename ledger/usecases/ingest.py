@@ -9,6 +9,9 @@ how many jobs are recorded: running the same command again completes the input."
 
 from __future__ import annotations
 
+import itertools
+import os
+from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
@@ -21,13 +24,20 @@ from ledger.slurm.sacct_jobs import SacctRecords
 from ledger.store.application import Conflict
 from ledger.usecases.charge_bound import ChargeTotals, input_charges_only, recorded_charges
 from ledger.usecases.session import Session
-from ledger.usecases.spool import spool_file, spooled, write_chunk
+from ledger.usecases.spool import chunk_bytes, chunk_records, spool_file, spooled
+from ledger.usecases.validation import Helpers, Terms, Validated, validate_chunk
 
 if TYPE_CHECKING:
     from ledger.ingest import BadLine
     from ledger.state import SiteState
 
 CHUNK_LINES = 50_000  # lines validated at a time: bounds memory on million-job files
+# Pass 1 of an input longer than a chunk runs in helper processes, at most one per CPU and
+# MAX_HELPERS, each given HELPER_LINES lines at a time (pieces small enough to share the
+# chunks evenly among them); CHUNKS_AHEAD chunks read ahead bound the memory.
+MAX_HELPERS = 8
+HELPER_LINES = 5_000
+CHUNKS_AHEAD = 3
 # Jobs recorded per transaction: 25 events of 1,000 jobs. Each commit writes every index page
 # its jobs touched, and the jobs' user index is touched at random: on SQLite, 5,000 jobs a
 # transaction spent 15 µs a job committing, and 125,000 jobs into a 1.2M-job ledger took 8.5 s
@@ -178,39 +188,100 @@ def _validate_to_spool(
     """Pass 1: validate every line, so that a bad one records nothing, and spool the valid
     ones as primitive records (charged with the weights in force), so that recording needs no
     second validation. Returns the bad lines and the number of lines read."""
-    # Imported here: pydantic's model build is the costliest import, and only ingest needs it.
-    from ledger.ingest import check_no_bad_lines, job_billing, parse_lines, to_record, weights
+    from ledger.ingest import check_no_bad_lines
 
-    node_w, core_w, gpu_w = weights(state)
-    latest = bounds.latest_time(real_now())
+    terms = Terms(bounds.latest_time(real_now()), state)
     bad: list[BadLine] = []
-    first = 1
+    read = 0
     try:
-        for chunk in _chunks(lines, CHUNK_LINES):
-            parsed = parse_lines(
-                chunk, first_line=first, latest=latest, charge_weights=(node_w, core_w, gpu_w)
-            )
-            first += len(chunk)
-            if parsed.bad and not skip_invalid:
-                check_no_bad_lines(parsed, shown)
-            bad.extend(parsed.bad)
-            records = [
-                to_record(
-                    job,
-                    node_w,
-                    core_w,
-                    gpu_w,
-                    job_billing(job, state),
-                    state.usage_factor(job.qos),
-                )
-                for job in parsed.records
-            ]
-            records = [mark(r) if mark else r for r in records]
-            charged.add(records)
-            write_chunk(spool, records)
+        for size, validated in _validated(lines, terms):
+            read += size
+            if validated.bad and not skip_invalid:
+                check_no_bad_lines(validated.bad, shown)
+            bad.extend(validated.bad)
+            for data in validated.spooled:
+                if mark is None:
+                    spool.write(data)
+                else:
+                    records = [mark(r) for r in chunk_records(data)]
+                    charged.add(records)
+                    spool.write(chunk_bytes(records))
+            if mark is None:
+                charged.add_charges(validated.charges)
     except UnicodeDecodeError as err:
         raise InvalidValue(f"{shown}: not UTF-8 ({err.reason}); nothing recorded") from None
-    return bad, first - 1
+    return bad, read
+
+
+def _validated(lines: Iterator[Any], terms: Terms) -> Iterator[tuple[int, Validated]]:
+    """Each chunk of CHUNK_LINES lines, in order, with its size and what validating it gave.
+    An input of one chunk is validated in this process; a longer one by helper processes, one
+    per CPU (up to MAX_HELPERS), in pieces of HELPER_LINES, while this one reads ahead (up to
+    CHUNKS_AHEAD chunks) and spools. Either way a chunk's answer is the one validating it whole
+    gives, and an error reading the input (not UTF-8, say) is raised after every chunk read
+    before it, as reading one chunk at a time raises it."""
+    chunks = _errors_last(_chunks(lines, CHUNK_LINES))
+    first = next(chunks, None)
+    helpers = _helpers()
+    ahead = next(chunks, None) if helpers > 1 and isinstance(first, list) else None
+    if not isinstance(ahead, list):  # one chunk, or one CPU: this process alone
+        line = 1
+        for chunk in itertools.chain(
+            [] if first is None else [first], [] if ahead is None else [ahead], chunks
+        ):
+            if isinstance(chunk, Exception):
+                raise chunk
+            yield len(chunk), validate_chunk(chunk, line, terms)
+            line += len(chunk)
+        return
+    assert isinstance(first, list)
+    pool = Helpers(helpers, terms)
+    try:
+        pending: deque[tuple[int, int]] = deque()  # (lines, pieces) of each chunk given
+        line = 1
+
+        def give(chunk: list[Any]) -> None:
+            nonlocal line
+            for at in range(0, len(chunk), HELPER_LINES):
+                pool.give(chunk[at : at + HELPER_LINES], line + at)
+            pending.append((len(chunk), len(range(0, len(chunk), HELPER_LINES))))
+            line += len(chunk)
+
+        give(first)
+        give(ahead)
+        failed: Exception | None = None
+        while pending:
+            while failed is None and len(pending) < CHUNKS_AHEAD:
+                more = next(chunks, None)
+                if more is None:
+                    break
+                if isinstance(more, Exception):
+                    failed = more
+                else:
+                    give(more)
+            size, pieces = pending.popleft()
+            yield size, Validated.joined([pool.take() for _ in range(pieces)])
+        if failed is not None:
+            raise failed
+    finally:
+        pool.close()
+
+
+def _errors_last(chunks: Iterator[list[Any]]) -> Iterator[list[Any] | Exception]:
+    """The chunks, then, if reading them failed, the error as the last item."""
+    try:
+        yield from chunks
+    except Exception as err:  # noqa: BLE001 - raised again by the one reading the items
+        yield err
+
+
+def _helpers() -> int:
+    """How many helper processes pass 1 may use: the CPUs this process may run on."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cpus = os.cpu_count() or 1
+    return min(cpus, MAX_HELPERS)
 
 
 def _record_spool(

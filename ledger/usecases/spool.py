@@ -17,10 +17,15 @@ def spool_file() -> IO[bytes]:
     return tempfile.TemporaryFile(prefix=SPOOL_PREFIX)
 
 
-def write_chunk(spool: IO[bytes], records: list[dict[str, Any]]) -> None:
-    # Pickled a chunk at a time: this private temporary file is read back only by pass 2 of
-    # the same process, and pickle is several times faster than JSON here.
-    pickle.dump(records, spool, pickle.HIGHEST_PROTOCOL)
+def chunk_bytes(records: list[dict[str, Any]]) -> bytes:
+    """A chunk of records as the spool holds it. Pickled a chunk at a time: this private
+    temporary file is read back only by pass 2 of the same process (its pass 1 helpers make
+    the bytes), and pickle is several times faster than JSON here."""
+    return pickle.dumps(records, pickle.HIGHEST_PROTOCOL)
+
+
+def chunk_records(data: bytes) -> list[dict[str, Any]]:
+    return pickle.loads(data)  # type: ignore[no-any-return]
 
 
 def spooled(spool: IO[bytes]) -> Iterator[dict[str, Any]]:

@@ -1,0 +1,194 @@
+"""Ingest's pass 1 for one chunk of lines: validated, shaped and charged records, and the bad
+lines with their numbers. Pure: the same chunk gives the same answer in the command's process
+or in a helper process (Helpers: ledger.usecases.ingest gives a long input to them).
+
+A helper is a fresh interpreter running this module (not a fork: the command holds a database
+connection, and may hold threads), which learns the site's state once, when it starts."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import queue
+import signal
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ledger.errors import InvalidValue
+from ledger.usecases.charge_bound import Charge, charges_of
+from ledger.usecases.spool import chunk_bytes
+
+if TYPE_CHECKING:
+    from ledger.ingest import BadLine
+    from ledger.state import SiteState
+
+
+@dataclass(frozen=True)
+class Terms:
+    """What validating a chunk needs besides its lines: the latest time a job may have ended,
+    and the site then (the charge weights, the queues' billing, the QOS usage factors)."""
+
+    latest: float
+    state: SiteState
+
+
+@dataclass
+class Validated:
+    """A chunk validated: its records as the spool holds them, what each adds to its
+    identity's charge total, and its bad lines. Bytes rather than records: a helper's result
+    crosses to the command's process, which would otherwise unpickle every record only to
+    pickle it again into the spool."""
+
+    spooled: list[bytes]
+    charges: list[Charge]
+    bad: list[BadLine]
+
+    @classmethod
+    def joined(cls, pieces: list[Validated]) -> Validated:
+        """A chunk validated in pieces, as validating it whole would give it."""
+        return cls(
+            [data for piece in pieces for data in piece.spooled],
+            [charge for piece in pieces for charge in piece.charges],
+            [line for piece in pieces for line in piece.bad],
+        )
+
+
+def validate_chunk(chunk: list[Any], first_line: int, terms: Terms) -> Validated:
+    """The chunk's lines, the first numbered `first_line`: each good one as the primitive
+    record the log stores, each bad one with its number and message."""
+    # Imported here: pydantic's model build is the costliest import, and only ingest needs it.
+    from ledger.ingest import job_billing, parse_lines, to_record, weights
+
+    state = terms.state
+    node_w, core_w, gpu_w = weights(state)
+    parsed = parse_lines(
+        chunk, first_line=first_line, latest=terms.latest, charge_weights=(node_w, core_w, gpu_w)
+    )
+    records = [
+        to_record(job, node_w, core_w, gpu_w, job_billing(job, state), state.usage_factor(job.qos))
+        for job in parsed.records
+    ]
+    return Validated([chunk_bytes(records)], charges_of(records), parsed.bad)
+
+
+class Helpers:
+    """Helper processes validating pieces of the input, each `python -m
+    ledger.usecases.validation` reading its work from its stdin and writing what it found to
+    its stdout, pickled: the terms once, then (piece, first line) after (piece, first line).
+    Pipes, rather than a multiprocessing pool: when the command's process ends, even by
+    SIGKILL, a helper's stdin ends and so does the helper (a pool's workers hold both ends of
+    their queue and would wait for ever), and nothing of the program that called the command
+    is imported again in them. Work is given round-robin and taken back in the same order; each
+    helper's work is written by a thread of its own, so a helper blocked writing a result
+    never waits on a command blocked writing its next piece."""
+
+    def __init__(self, count: int, terms: Terms) -> None:
+        # The folder this package was imported from comes first on the helpers' path, so they
+        # run this very code however the command was started.
+        here = str(Path(__file__).resolve().parents[2])
+        path = os.pathsep.join([here, *filter(None, [os.environ.get("PYTHONPATH")])])
+        self._procs = [
+            subprocess.Popen(
+                [sys.executable, "-m", "ledger.usecases.validation"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                env={**os.environ, "PYTHONPATH": path},
+            )
+            for _ in range(count)
+        ]
+        self._work: list[queue.SimpleQueue[tuple[list[Any], int] | None]] = []
+        self._writers = []
+        for proc in self._procs:
+            work: queue.SimpleQueue[tuple[list[Any], int] | None] = queue.SimpleQueue()
+            writer = threading.Thread(target=_feed, args=(proc, terms, work), daemon=True)
+            writer.start()
+            self._work.append(work)
+            self._writers.append(writer)
+        self._given = 0  # pieces given, the next goes to helper given % count
+        self._taken = 0
+
+    def give(self, piece: list[Any], first_line: int) -> None:
+        self._work[self._given % len(self._procs)].put((piece, first_line))
+        self._given += 1
+
+    def take(self) -> Validated:
+        """What the earliest piece not yet taken gave."""
+        proc = self._procs[self._taken % len(self._procs)]
+        self._taken += 1
+        assert proc.stdout is not None
+        try:
+            answer = pickle.load(proc.stdout)
+        except EOFError:
+            raise InvalidValue(
+                f"a helper process validating the input ended (exit status {proc.wait()})"
+            ) from None
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        """End every helper: a helper writing an answer that will not be read ends at once,
+        an idle one when its stdin closes; one that has not ended within a second is killed."""
+        for proc in self._procs:
+            if proc.stdout is not None:
+                proc.stdout.close()
+        for work in self._work:
+            work.put(None)
+        for writer in self._writers:
+            writer.join(timeout=1)
+        for proc in self._procs:
+            try:
+                proc.wait(timeout=1)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def _feed(proc: subprocess.Popen[bytes], terms: Terms, work: queue.SimpleQueue[Any]) -> None:
+    """A writer thread: the terms, then each piece given, to the helper's stdin; closed at the
+    end of the work (None), or when the helper has ended."""
+    assert proc.stdin is not None
+    try:
+        pickle.dump(terms, proc.stdin, pickle.HIGHEST_PROTOCOL)
+        while (item := work.get()) is not None:
+            pickle.dump(item, proc.stdin, pickle.HIGHEST_PROTOCOL)
+            proc.stdin.flush()
+    except (BrokenPipeError, OSError):
+        pass  # the helper ended: take() says so
+    finally:
+        with contextlib.suppress(OSError):
+            proc.stdin.close()
+
+
+def _serve() -> None:
+    """A helper process: validate each piece read from stdin until it ends, each answer (or
+    the error raised) pickled to stdout. Ctrl-C reaches the whole process group: the command
+    says it was interrupted and ends its helpers, which must not print their own."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    source, sink = sys.stdin.buffer, sys.stdout.buffer
+    try:
+        terms = pickle.load(source)
+        while True:
+            piece, first_line = pickle.load(source)
+            answer: Validated | BaseException
+            try:
+                answer = validate_chunk(piece, first_line, terms)
+            except Exception as err:  # noqa: BLE001 - the command raises it
+                answer = err
+            pickle.dump(answer, sink, pickle.HIGHEST_PROTOCOL)
+            sink.flush()
+    except (EOFError, BrokenPipeError):
+        return  # the command has ended, has no more work, or will read no more answers
+
+
+if __name__ == "__main__":
+    # Run as the imported module, not as __main__: what it pickles must name the module the
+    # command unpickles it from.
+    from ledger.usecases.validation import _serve as serve
+
+    serve()

@@ -1,0 +1,129 @@
+"""Ingest's pass 1 in helper processes: an input longer than a chunk is validated by them, a
+piece at a time, and must give what validating it in the command's own process gives: the
+same jobs recorded, the same bad lines refused or set aside with the same numbers and
+messages, and a read error raised after the chunks before it, as one process raises it.
+
+The chunks and pieces are made tiny here, so that a few dozen lines span many of each."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ledger.usecases import ingest as ingest_use_case
+from tests.cli.test_ingest import counts, job, jobs, site, write
+from tests.conftest import T0, Store
+
+CHUNK = 6  # lines a chunk: a bad line is reported with the count of the others in its chunk
+PIECE = 2  # lines a helper validates at a time
+NOT_JSON = "not valid JSON: Expecting property name enclosed in double quotes (column 2)"
+
+
+def in_processes(monkeypatch: pytest.MonkeyPatch, helpers: int) -> None:
+    """Tiny chunks and pieces, and pass 1 in `helpers` helper processes (1: in the command's
+    own process, the reference), whatever the machine's CPUs."""
+    monkeypatch.setattr(ingest_use_case, "CHUNK_LINES", CHUNK)
+    monkeypatch.setattr(ingest_use_case, "HELPER_LINES", PIECE)
+    monkeypatch.setattr(ingest_use_case, "_helpers", lambda: helpers)
+
+
+def both_ways(
+    store: Store, monkeypatch: pytest.MonkeyPatch, *args: str, expect: int = 0
+) -> tuple[str, str]:
+    """(stdout, stderr) of `ingest ARGS` in one process, having checked that the helpers give
+    the same."""
+    runs = []
+    for helpers in (1, 2):
+        in_processes(monkeypatch, helpers)
+        result = store.run("ingest", *args, expect=expect)
+        runs.append((result.stdout, result.stderr))
+    assert runs[1] == runs[0]
+    return runs[0]
+
+
+def test_helpers_record_a_long_input_once(
+    ledger_store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site(ledger_store)
+    in_processes(monkeypatch, 2)
+    path = write(tmp_path / "long.jsonl", *(job(n, end=T0 - n, duration=n) for n in range(1, 41)))
+    assert ledger_store.run("ingest", path).stdout == counts(40)
+    recorded = jobs(ledger_store)
+    assert sorted(int(job_id) for _, job_id in recorded) == list(range(1, 41))
+    assert {job_id: row["charge"] for (_, job_id), row in recorded.items()} == {
+        str(n): float(n) for n in range(1, 41)
+    }
+    assert ledger_store.run("ingest", path).stdout == counts(0, duplicate=40)
+
+
+@pytest.mark.parametrize(
+    ("bad_at", "message"),
+    [
+        # Two bad lines in the third chunk (lines 13-18), in two of its pieces.
+        ((14, 17), f"line 14: {NOT_JSON} (and 1 more bad lines); nothing recorded"),
+        # One in the second chunk and one in the fourth: the first chunk with one is reported.
+        ((9, 20), f"line 9: {NOT_JSON}; nothing recorded"),
+    ],
+)
+def test_helpers_refuse_bad_lines_as_one_process_does(
+    ledger_store: Store,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    bad_at: tuple[int, ...],
+    message: str,
+) -> None:
+    site(ledger_store)
+    position = ledger_store.log_position()
+    lines = [job(n) if n not in bad_at else "{not json" for n in range(1, 25)]
+    path = write(tmp_path / "bad.jsonl", *lines)
+    stdout, stderr = both_ways(ledger_store, monkeypatch, path, expect=1)
+    assert (stdout, stderr) == ("", f"fairledger: {path}: {message}\n")
+    assert ledger_store.log_position() == position
+
+
+def test_helpers_set_aside_the_same_lines(
+    ledger_store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site(ledger_store)
+    lines = [job(n) if n not in (3, 8, 15) else job(n, nnodes=-1) for n in range(1, 21)]
+    path = write(tmp_path / "mixed.jsonl", *lines)
+    in_processes(monkeypatch, 2)
+    by_helpers = ledger_store.run("ingest", path, "--skip-invalid")
+    assert by_helpers.stdout == "recorded 17, duplicate 0, unmatched 0, invalid 3\n"
+    assert [line.split(": nnodes")[0] for line in by_helpers.stderr.splitlines()] == [
+        f"fairledger: skipped {path}: line {n}" for n in (3, 8, 15)
+    ]
+    in_processes(monkeypatch, 1)
+    alone = ledger_store.run("ingest", path, "--skip-invalid")
+    assert alone.stdout == "recorded 0, duplicate 17, unmatched 0, invalid 3\n"
+    assert alone.stderr == by_helpers.stderr + "nothing new: every job was already recorded\n"
+
+
+@pytest.mark.parametrize(
+    ("bad_json_at", "latin1_at", "message"),
+    [
+        # The bad line's chunk (the first) comes before the text that is not UTF-8 (the third,
+        # which helpers have read ahead): the bad line is refused.
+        (3, 14, f"line 3: {NOT_JSON}"),
+        # The text that is not UTF-8 (the third chunk) comes before the bad line (the fourth):
+        # reading stops there, once the chunks before it passed.
+        (21, 16, "line 16: not UTF-8 (invalid continuation byte)"),
+    ],
+)
+def test_helpers_meet_a_read_error_where_one_process_does(
+    ledger_store: Store,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    bad_json_at: int,
+    latin1_at: int,
+    message: str,
+) -> None:
+    site(ledger_store)
+    path = tmp_path / "latin1.jsonl"
+    write(path, *(job(n) if n != bad_json_at else "{not json" for n in range(1, 25)))
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines[latin1_at - 1] = b'{"id": "caf\xe9"}\n'
+    path.write_bytes(b"".join(lines))
+    stdout, stderr = both_ways(ledger_store, monkeypatch, str(path), expect=1)
+    assert (stdout, stderr) == ("", f"fairledger: {path}: {message}; nothing recorded\n")
