@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from ledger.state import SiteState
 
 CHUNK_LINES = 50_000  # lines validated at a time: bounds memory on million-job files
-# Pass 1 of an input longer than a chunk runs in helper processes, at most one per CPU and
+# Pass 1 of an input longer than a chunk runs in helper processes, at most one per idle CPU and
 # MAX_HELPERS, each given HELPER_LINES lines at a time (pieces small enough to share the
 # chunks evenly among them); CHUNKS_AHEAD chunks read ahead bound the memory.
 MAX_HELPERS = 8
@@ -216,10 +216,10 @@ def _validate_to_spool(
 def _validated(lines: Iterator[Any], terms: Terms) -> Iterator[tuple[int, Validated]]:
     """Each chunk of CHUNK_LINES lines, in order, with its size and what validating it gave.
     An input of one chunk is validated in this process; a longer one by helper processes, one
-    per CPU (up to MAX_HELPERS), in pieces of HELPER_LINES, while this one reads ahead (up to
-    CHUNKS_AHEAD chunks) and spools. Either way a chunk's answer is the one validating it whole
-    gives, and an error reading the input (not UTF-8, say) is raised after every chunk read
-    before it, as reading one chunk at a time raises it."""
+    per idle CPU (up to MAX_HELPERS; none if fewer than two), in pieces of HELPER_LINES, while
+    this one reads ahead (up to CHUNKS_AHEAD chunks) and spools. Either way a chunk's answer is
+    the one validating it whole gives, and an error reading the input (not UTF-8, say) is
+    raised after every chunk read before it, as reading one chunk at a time raises it."""
     chunks = _errors_last(_chunks(lines, CHUNK_LINES))
     first = next(chunks, None)
     helpers = _helpers()
@@ -276,12 +276,26 @@ def _errors_last(chunks: Iterator[list[Any]]) -> Iterator[list[Any] | Exception]
 
 
 def _helpers() -> int:
-    """How many helper processes pass 1 may use: the CPUs this process may run on."""
+    """How many helper processes pass 1 may use: the CPUs this process may run on that other
+    work is not using as it starts, at most MAX_HELPERS. Several ingesters started together
+    (one per cluster, by a cron) find the CPUs taken and validate in their own processes: their
+    helpers would only share the same CPUs, at the cost of starting and feeding them."""
     try:
         cpus = len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
         cpus = os.cpu_count() or 1
-    return min(cpus, MAX_HELPERS)
+    return min(cpus - _other_runnable(), MAX_HELPERS)
+
+
+def _other_runnable() -> int:
+    """Linux's count of tasks running or ready to run, this one aside (/proc/loadavg); 0 where
+    it is not known."""
+    try:
+        with open("/proc/loadavg", encoding="ascii") as loadavg:
+            runnable = int(loadavg.read().split()[3].split("/")[0])
+    except (OSError, ValueError, IndexError):
+        return 0
+    return max(runnable - 1, 0)
 
 
 def _record_spool(
