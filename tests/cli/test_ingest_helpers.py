@@ -22,10 +22,10 @@ NOT_JSON = "not valid JSON: Expecting property name enclosed in double quotes (c
 
 def in_processes(monkeypatch: pytest.MonkeyPatch, helpers: int) -> None:
     """Tiny chunks and pieces, and pass 1 in `helpers` helper processes (1: in the command's
-    own process, the reference), whatever the machine's CPUs."""
+    own process, the reference), whatever the machine's CPUs and wherever the store's server."""
     monkeypatch.setattr(ingest_use_case, "CHUNK_LINES", CHUNK)
     monkeypatch.setattr(ingest_use_case, "HELPER_LINES", PIECE)
-    monkeypatch.setattr(ingest_use_case, "_helpers", lambda: helpers)
+    monkeypatch.setattr(ingest_use_case, "_helpers", lambda store: helpers)
 
 
 def both_ways(
@@ -127,3 +127,21 @@ def test_helpers_meet_a_read_error_where_one_process_does(
     path.write_bytes(b"".join(lines))
     stdout, stderr = both_ways(ledger_store, monkeypatch, str(path), expect=1)
     assert (stdout, stderr) == ("", f"fairledger: {path}: {message}; nothing recorded\n")
+
+
+@pytest.mark.parametrize(
+    ("url", "here"),
+    [
+        ("sqlite:///ledger.db", False),
+        ("postgresql://postgres@127.0.0.1:5432/test", True),
+        ("postgresql://postgres@localhost/test", True),
+        ("postgresql://postgres@db.example.org:5432/test", False),
+    ],
+)
+def test_no_helpers_beside_a_postgresql_server_on_this_machine(url: str, here: bool) -> None:
+    from ledger.store.connections import parse_store_url
+
+    store = parse_store_url(url)
+    assert store.server_here is here
+    if here:
+        assert ingest_use_case._helpers(store) == 0
