@@ -123,7 +123,7 @@ class Helpers:
         assert proc.stdout is not None
         try:
             answer = pickle.load(proc.stdout)
-        except EOFError:
+        except (EOFError, pickle.UnpicklingError):
             raise InvalidValue(
                 f"a helper process validating the input ended (exit status {proc.wait()})"
             ) from None
