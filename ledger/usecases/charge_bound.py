@@ -61,9 +61,6 @@ class ChargeTotals:
         self.read: dict[Identity, int] = {}
         self.recorded: dict[Identity, int] | None = None
 
-    def add(self, records: list[dict[str, Any]]) -> None:
-        self.add_charges(charges_of(records))
-
     def add_charges(self, charges: list[Charge]) -> None:
         for key, units, job_id in charges:
             self.read[key] = self.read.get(key, 0) + units

@@ -24,7 +24,7 @@ from ledger.slurm.sacct_jobs import SacctRecords
 from ledger.store.application import Conflict
 from ledger.usecases.charge_bound import ChargeTotals, input_charges_only, recorded_charges
 from ledger.usecases.session import Session
-from ledger.usecases.spool import chunk_bytes, chunk_records, spool_file, spooled
+from ledger.usecases.spool import spool_file, spooled
 from ledger.usecases.validation import Helpers, Terms, Validated, validate_chunk
 
 if TYPE_CHECKING:
@@ -154,7 +154,9 @@ def record_input(
     charged = recorded_charges(s.read()) if against_recorded else input_charges_only()
     with spool_file() as spool:
         result = IngestResult()
-        helpers = _helpers(ledger.store)
+        # `mark` is this process's own (a closure over the import's balances): it amends the
+        # records where they are validated, so an input it marks is validated here.
+        helpers = _helpers(ledger.store) if mark is None else 0
         result.bad, result.lines = _validate_to_spool(
             lines, skip_invalid, name, spool, state, charged, mark, helpers
         )
@@ -197,32 +199,29 @@ def _validate_to_spool(
     bad: list[BadLine] = []
     read = 0
     try:
-        for size, validated in _validated(lines, terms, helpers):
+        for size, validated in _validated(lines, terms, helpers, mark):
             read += size
             if validated.bad and not skip_invalid:
                 check_no_bad_lines(validated.bad, shown)
             bad.extend(validated.bad)
             for data in validated.spooled:
-                if mark is None:
-                    spool.write(data)
-                else:
-                    records = [mark(r) for r in chunk_records(data)]
-                    charged.add(records)
-                    spool.write(chunk_bytes(records))
-            if mark is None:
-                charged.add_charges(validated.charges)
+                spool.write(data)
+            charged.add_charges(validated.charges)
     except UnicodeDecodeError as err:
         raise InvalidValue(f"{shown}: not UTF-8 ({err.reason}); nothing recorded") from None
     return bad, read
 
 
-def _validated(lines: Iterator[Any], terms: Terms, helpers: int) -> Iterator[tuple[int, Validated]]:
+def _validated(
+    lines: Iterator[Any], terms: Terms, helpers: int, mark: Mark | None
+) -> Iterator[tuple[int, Validated]]:
     """Each chunk of CHUNK_LINES lines, in order, with its size and what validating it gave.
     An input of one chunk is validated in this process; a longer one by `helpers` helper
-    processes (none if fewer than two), in pieces of HELPER_LINES, while
-    this one reads ahead (up to CHUNKS_AHEAD chunks) and spools. Either way a chunk's answer is
-    the one validating it whole gives, and an error reading the input (not UTF-8, say) is
-    raised after every chunk read before it, as reading one chunk at a time raises it."""
+    processes (none if fewer than two; `mark`, which amends each record, needs none), in
+    pieces of HELPER_LINES, while this one reads ahead (up to CHUNKS_AHEAD chunks) and
+    spools. Either way a chunk's answer is the one validating it whole gives, and an error
+    reading the input (not UTF-8, say) is raised after every chunk read before it, as reading
+    one chunk at a time raises it."""
     chunks = _errors_last(_chunks(lines, CHUNK_LINES))
     first = next(chunks, None)
     ahead = next(chunks, None) if helpers > 1 and isinstance(first, list) else None
@@ -233,10 +232,10 @@ def _validated(lines: Iterator[Any], terms: Terms, helpers: int) -> Iterator[tup
         ):
             if isinstance(chunk, Exception):
                 raise chunk
-            yield len(chunk), validate_chunk(chunk, line, terms)
+            yield len(chunk), validate_chunk(chunk, line, terms, mark)
             line += len(chunk)
         return
-    assert isinstance(first, list)
+    assert isinstance(first, list) and mark is None
     pool = Helpers(helpers, terms)
     try:
         pending: deque[tuple[int, int]] = deque()  # (lines, pieces) of each chunk given

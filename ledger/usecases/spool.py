@@ -24,10 +24,6 @@ def chunk_bytes(records: list[dict[str, Any]]) -> bytes:
     return pickle.dumps(records, pickle.HIGHEST_PROTOCOL)
 
 
-def chunk_records(data: bytes) -> list[dict[str, Any]]:
-    return pickle.loads(data)  # type: ignore[no-any-return]
-
-
 def spooled(spool: IO[bytes]) -> Iterator[dict[str, Any]]:
     """Every record written to `spool`, in order."""
     spool.seek(0)

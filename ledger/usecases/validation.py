@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -58,9 +59,15 @@ class Validated:
         )
 
 
-def validate_chunk(chunk: list[Any], first_line: int, terms: Terms) -> Validated:
+def validate_chunk(
+    chunk: list[Any],
+    first_line: int,
+    terms: Terms,
+    mark: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+) -> Validated:
     """The chunk's lines, the first numbered `first_line`: each good one as the primitive
-    record the log stores, each bad one with its number and message."""
+    record the log stores (amended by `mark`, if given), each bad one with its number and
+    message."""
     # Imported here: pydantic's model build is the costliest import, and only ingest needs it.
     from ledger.ingest import job_billing, parse_lines, to_record, weights
 
@@ -73,6 +80,8 @@ def validate_chunk(chunk: list[Any], first_line: int, terms: Terms) -> Validated
         to_record(job, node_w, core_w, gpu_w, job_billing(job, state), state.usage_factor(job.qos))
         for job in parsed.records
     ]
+    if mark is not None:
+        records = [mark(r) for r in records]
     return Validated([chunk_bytes(records)], charges_of(records), parsed.bad)
 
 

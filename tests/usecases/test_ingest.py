@@ -14,7 +14,7 @@ import pytest
 from ledger import bounds
 from ledger.errors import Interrupted, InvalidValue, WriteFailed
 from ledger.usecases import ingest as ingest_usecase
-from ledger.usecases.charge_bound import ChargeTotals
+from ledger.usecases.charge_bound import ChargeTotals, charges_of
 from ledger.usecases.ingest import IngestNotes, ingest
 from ledger.usecases.job_records import JobFilter, view_job_records
 from ledger.usecases.job_sources import input_lines, stream_lines
@@ -191,11 +191,15 @@ def test_the_charge_bound_refuses_an_identity_past_it() -> None:
         return {(5001, "", "A"): bounds.ASSOCIATION_CHARGE_UNITS_MAX - 2 * bounds.CHARGE_UNITS}
 
     far = ChargeTotals(10, recorded)
-    far.add([{"id": "1", "userid": 5001, "bank": "A", "charge": 5.0}])
+    far.add_charges(charges_of([{"id": "1", "userid": 5001, "bank": "A", "charge": 5.0}]))
     assert loads["n"] == 0
     near = ChargeTotals(bounds.ASSOCIATION_CHARGE_UNITS_MAX - 2 * bounds.CHARGE_UNITS, recorded)
-    near.add([{"id": "1", "userid": 5001, "bank": "B", "charge": 5.0}])  # another identity
+    near.add_charges(
+        charges_of([{"id": "1", "userid": 5001, "bank": "B", "charge": 5.0}])
+    )  # another identity
     assert loads["n"] == 1
-    near.add([{"id": "2", "userid": 5001, "bank": "A", "charge": 1.0, "in_balance": True}])
+    near.add_charges(
+        charges_of([{"id": "2", "userid": 5001, "bank": "A", "charge": 1.0, "in_balance": True}])
+    )
     with pytest.raises(InvalidValue, match=r"^job 3: the charges of 5001/A would total "):
-        near.add([{"id": "3", "userid": 5001, "bank": "A", "charge": 3.0}])
+        near.add_charges(charges_of([{"id": "3", "userid": 5001, "bank": "A", "charge": 3.0}]))
