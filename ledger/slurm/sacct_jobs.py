@@ -18,6 +18,7 @@ task's `123_4`): the priority audit (ledger.usecases.priority_audit) prices the 
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -40,56 +41,84 @@ from ledger.slurm.sacct import (
 from ledger.slurm.tres import parse_tres
 
 GPU_TRES = "gres/gpu"  # the untyped GPU count; typed ones (gres/gpu:a100) are part of it
+STEPS = "steps"  # the kind of skipped line a job step is counted as, beside each unfinished state
 
 Item = dict[str, Any] | str | RejectedLine
 
 
 class SacctRecords:
-    """Iterate once over `lines` of sacct output (times in `timezone`) read from `name`.
-
-    After the header, a line is first offered to `_FastLines`, which builds the record of an
-    ordinary ended job, step or unfinished job directly; any line it does not vouch for is read
-    by SacctReader and ingest_record, whose record or error stands."""
+    """`lines` of sacct output (times in `timezone`) read from `name`: the header (and any
+    blank line before it) read by SacctReader, each later line by SacctLines."""
 
     def __init__(self, lines: Iterable[str], timezone: str, name: str) -> None:
         self.lines = lines
         self.reader = SacctReader(timezone)
         self.name = name
 
-    @property
-    def steps(self) -> int:
-        return self.reader.steps
-
-    @property
-    def unfinished(self) -> Counter[str]:
-        return self.reader.unfinished
-
-    def __iter__(self) -> Iterator[Item]:
-        fast: _FastLines | None = None
-        for number, line in enumerate(self.lines, start=1):
-            if fast is not None:
-                try:
-                    item: Item | None = fast.record(line)
-                except Exception:
-                    item = None  # not a line the fast path vouches for: the reader proper decides
-                if item is not None:
-                    yield item
-                    continue
+    def split(self) -> tuple[SacctLines, Iterator[str]]:
+        """Read the input up to its header, the first line that is not blank: what reads each
+        line into its item, and every line of the input (those read so far as "", the rest
+        as they come). The whole input is refused, even with --skip-invalid, for a header that
+        is bad or missing: without it no line can be read."""
+        lines = iter(self.lines)
+        for number, line in enumerate(lines, start=1):
             try:
-                job = self.reader.read(number, line)
-                yield "" if job is None else ingest_record(job)
+                self.reader.read(number, line)
             except SacctHeaderError as err:
-                # Without its header no line can be read: the whole input is refused, even
-                # with --skip-invalid.
                 raise InvalidValue(
                     f"{self.name}: line {err.number}: {err.reason}; nothing recorded"
                 ) from None
-            except LineError as err:
-                yield RejectedLine(str(err))
-            if fast is None and self.reader.header is not None:
-                fast = _FastLines(self.reader)
-        if self.reader.header is None:
-            raise InvalidValue(f"{self.name}: {NO_HEADER}; nothing recorded")
+            if self.reader.header is not None:
+                return SacctLines(self.reader, number), itertools.chain([""] * number, lines)
+        raise InvalidValue(f"{self.name}: {NO_HEADER}; nothing recorded")
+
+
+class SacctLines:
+    """The items of the lines after a sacct header, read by `reader` (which has read the header
+    on line `header_line`; its counters count the steps and unfinished jobs).
+
+    A line is first offered to `_FastLines`, which builds the record of an ordinary ended job,
+    step or unfinished job directly; any line it does not vouch for is read by SacctReader and
+    ingest_record, whose record or error stands. Picklable, so that ingest's helper processes
+    read their own pieces of a long input (each with its copy, its counters starting where the
+    header left them)."""
+
+    def __init__(self, reader: SacctReader, header_line: int) -> None:
+        self.reader = reader
+        self.header_line = header_line
+        self.fast = _FastLines(reader)
+
+    def item(self, number: int, line: str) -> Item:
+        """Line `number`'s item: a record, "" (the header or a blank line before it, a blank
+        line, a step, a job not ended: the last two counted), or the line refused."""
+        if number <= self.header_line:
+            return ""
+        try:
+            item: Item | None = self.fast.record(line)
+        except Exception:
+            item = None  # not a line the fast path vouches for: the reader proper decides
+        if item is not None:
+            return item
+        try:
+            job = self.reader.read(number, line)
+            return "" if job is None else ingest_record(job)
+        except LineError as err:
+            return RejectedLine(str(err))
+
+    def items(self, lines: list[str], first_line: int) -> tuple[list[Item], Counter[str]]:
+        """The items of `lines`, the first numbered `first_line`, and what they skipped:
+        "steps" and each unfinished state, with their counts."""
+        steps, unfinished = self.reader.steps, self.reader.unfinished.copy()
+        items = [self.item(number, line) for number, line in enumerate(lines, start=first_line)]
+        skipped = self.reader.unfinished - unfinished
+        if self.reader.steps > steps:
+            skipped[STEPS] = self.reader.steps - steps
+        return items, skipped
+
+
+def skipped_shown(skipped: Counter[str]) -> dict[str, int]:
+    """What an ingest skipped, in the order it is told: steps first, then each state."""
+    return {kind: skipped[kind] for kind in sorted(skipped, key=lambda k: (k != STEPS, k))}
 
 
 def ingest_record(job: SacctJob) -> dict[str, Any]:

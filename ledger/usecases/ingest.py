@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
@@ -20,7 +20,7 @@ from ledger import bounds
 from ledger.clock import real_now
 from ledger.errors import Interrupted, InvalidValue, LedgerError, WriteFailed
 from ledger.site_usage import AssociationResolver
-from ledger.slurm.sacct_jobs import SacctRecords
+from ledger.slurm.sacct_jobs import SacctLines, SacctRecords, skipped_shown
 from ledger.store.application import Conflict
 from ledger.usecases.charge_bound import ChargeTotals, input_charges_only, recorded_charges
 from ledger.usecases.session import Session
@@ -107,12 +107,16 @@ def ingest(
     """Record the jobs of `lines` (JSON texts or decoded objects; for "sacct", the lines of
     sacct's output) read from `name` in format `fmt`: `fairledger ingest`. Without
     skip_invalid, one bad line records nothing."""
-    sacct: SacctRecords | None = None
+    read_lines = None
     if fmt == SACCT:
-        # sacct prints local times without a zone: the site's, like every zone-less time.
+        # sacct prints local times without a zone: the site's, like every zone-less time. Its
+        # header is read here; each later line is read where it is validated.
         sacct = SacctRecords(lines, s.ledger.state().timezone, name)
-        lines = iter(sacct)
-    result = record_input(
+        try:
+            read_lines, lines = sacct.split()
+        except UnicodeDecodeError as err:
+            raise _not_utf8(name, err) from None
+    return record_input(
         s,
         lines,
         name,
@@ -122,11 +126,8 @@ def ingest(
         reason=reason or "",
         rerun="ingest",
         notes=notes,
+        read_lines=read_lines,
     )
-    if sacct is not None:
-        result.skipped = {"steps": sacct.steps, **dict(sorted(sacct.unfinished.items()))}
-        result.skipped = {kind: n for kind, n in result.skipped.items() if n}
-    return result
 
 
 def record_input(
@@ -141,6 +142,7 @@ def record_input(
     mark: Mark | None = None,
     against_recorded: bool = True,
     notes: IngestNotes | None = None,
+    read_lines: SacctLines | None = None,
 ) -> IngestResult:
     """Validate `lines` of `name`, then record them with `origin` as the events' source.
     `rerun`: the command that completes an interrupted run. `mark` may amend each record
@@ -157,9 +159,11 @@ def record_input(
         # `mark` is this process's own (a closure over the import's balances): it amends the
         # records where they are validated, so an input it marks is validated here.
         helpers = _helpers(ledger.store) if mark is None else 0
-        result.bad, result.lines = _validate_to_spool(
-            lines, skip_invalid, name, spool, state, charged, mark, helpers
+        terms = Terms(bounds.latest_time(real_now()), state, read_lines)
+        result.bad, result.lines, skipped = _validate_to_spool(
+            lines, skip_invalid, name, spool, terms, charged, mark, helpers
         )
+        result.skipped = skipped_shown(skipped)
         for line in result.bad:
             notes.skipped(line)
         _record_spool(s, spool, result, reason, origin, state, rerun, notes)
@@ -185,31 +189,37 @@ def _validate_to_spool(
     skip_invalid: bool,
     shown: str,
     spool: IO[bytes],
-    state: SiteState,
+    terms: Terms,
     charged: ChargeTotals,
     mark: Mark | None,
     helpers: int,
-) -> tuple[list[BadLine], int]:
+) -> tuple[list[BadLine], int, Counter[str]]:
     """Pass 1: validate every line, so that a bad one records nothing, and spool the valid
     ones as primitive records (charged with the weights in force), so that recording needs no
-    second validation. Returns the bad lines and the number of lines read."""
+    second validation. Returns the bad lines, the number of lines read and the lines that
+    are no ended job, by kind."""
     from ledger.ingest import check_no_bad_lines
 
-    terms = Terms(bounds.latest_time(real_now()), state)
     bad: list[BadLine] = []
     read = 0
+    skipped: Counter[str] = Counter()
     try:
         for size, validated in _validated(lines, terms, helpers, mark):
             read += size
             if validated.bad and not skip_invalid:
                 check_no_bad_lines(validated.bad, shown)
             bad.extend(validated.bad)
+            skipped += validated.skipped
             for data in validated.spooled:
                 spool.write(data)
             charged.add_charges(validated.charges)
     except UnicodeDecodeError as err:
-        raise InvalidValue(f"{shown}: not UTF-8 ({err.reason}); nothing recorded") from None
-    return bad, read
+        raise _not_utf8(shown, err) from None
+    return bad, read, skipped
+
+
+def _not_utf8(shown: str, err: UnicodeDecodeError) -> InvalidValue:
+    return InvalidValue(f"{shown}: not UTF-8 ({err.reason}); nothing recorded")
 
 
 def _validated(

@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import threading
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,16 +27,20 @@ from ledger.usecases.spool import chunk_bytes
 
 if TYPE_CHECKING:
     from ledger.ingest import BadLine
+    from ledger.slurm.sacct_jobs import SacctLines
     from ledger.state import SiteState
 
 
 @dataclass(frozen=True)
 class Terms:
     """What validating a chunk needs besides its lines: the latest time a job may have ended,
-    and the site then (the charge weights, the queues' billing, the QOS usage factors)."""
+    the site then (the charge weights, the queues' billing, the QOS usage factors), and what
+    reads each line into an item first, if the format needs it (sacct's lines, once its
+    header is read)."""
 
     latest: float
     state: SiteState
+    read_lines: SacctLines | None = None
 
 
 @dataclass
@@ -48,6 +53,7 @@ class Validated:
     spooled: list[bytes]
     charges: list[Charge]
     bad: list[BadLine]
+    skipped: Counter[str]  # lines that are no ended job, by kind (sacct's steps, say)
 
     @classmethod
     def joined(cls, pieces: list[Validated]) -> Validated:
@@ -56,6 +62,7 @@ class Validated:
             [data for piece in pieces for data in piece.spooled],
             [charge for piece in pieces for charge in piece.charges],
             [line for piece in pieces for line in piece.bad],
+            sum((piece.skipped for piece in pieces), Counter()),
         )
 
 
@@ -72,6 +79,9 @@ def validate_chunk(
     from ledger.ingest import job_billing, parse_lines, to_record, weights
 
     state = terms.state
+    skipped: Counter[str] = Counter()
+    if terms.read_lines is not None:
+        chunk, skipped = terms.read_lines.items(chunk, first_line)
     node_w, core_w, gpu_w = weights(state)
     parsed = parse_lines(
         chunk, first_line=first_line, latest=terms.latest, charge_weights=(node_w, core_w, gpu_w)
@@ -82,7 +92,7 @@ def validate_chunk(
     ]
     if mark is not None:
         records = [mark(r) for r in records]
-    return Validated([chunk_bytes(records)], charges_of(records), parsed.bad)
+    return Validated([chunk_bytes(records)], charges_of(records), parsed.bad, skipped)
 
 
 class Helpers:

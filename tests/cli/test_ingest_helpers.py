@@ -145,3 +145,51 @@ def test_no_helpers_beside_a_postgresql_server_on_this_machine(url: str, here: b
     assert store.server_here is here
     if here:
         assert ingest_use_case._helpers(store) == 0
+
+
+def sacct_line(n: int) -> str:
+    """Line n of a sacct file (after its header): mostly alice's ended jobs (the charge is
+    n nodes-seconds), with a step, a job still running, one pending, and an array task sacct
+    printed without JobIDRaw (refused) among them."""
+    kind = n % 7
+    job_id, state = str(n), "COMPLETED"
+    if kind == 2:
+        job_id = f"{n - 1}.batch"
+    elif kind == 4:
+        state = "RUNNING" if n % 2 else "PENDING"
+    elif n == 12:
+        job_id = "11_3"
+    return f"{job_id}|alice|5001|physics|batch|{T0 - 100 - n}|{T0 - n}|1|1|{state}"
+
+
+def test_helpers_read_sacct_lines_as_one_process_does(
+    ledger_store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each helper reads its own pieces of a sacct file with its copy of the header's reader:
+    the same jobs, the same refused line by its number, and the steps and unfinished jobs of
+    every piece counted once."""
+    site(ledger_store)
+    header = "JobID|User|UID|Account|Partition|Start|End|NNodes|NCPUS|State"
+    path = tmp_path / "sacct.txt"
+    # A blank line before the header: the first chunk holds both, and the numbers count it.
+    path.write_text("\n".join(["", header, *(sacct_line(n) for n in range(1, 41))]) + "\n")
+    args = ("ingest", "--format", "sacct", "--skip-invalid", str(path))
+    in_processes(monkeypatch, 2)
+    by_helpers = ledger_store.run(*args)
+    # Lines 2..41 hold n = 1..40: 6 steps (n = 2, 9, ..., 37), 3 pending (4, 18, 32), 3 running
+    # (11, 25, 39) and one refused (n = 12, line 14): 27 recorded.
+    assert by_helpers.stdout == (
+        "recorded 27, duplicate 0, unmatched 0, invalid 1, "
+        "skipped 12 (steps 6, PENDING 3, RUNNING 3)\n"
+    )
+    assert by_helpers.stderr.startswith(f"fairledger: skipped {path}: line 14: job ID '11_3'")
+    recorded = jobs(ledger_store)
+    assert sorted(int(job_id) for _, job_id in recorded) == [
+        n for n in range(1, 41) if n % 7 not in (2, 4) and n != 12
+    ]
+    in_processes(monkeypatch, 1)
+    alone = ledger_store.run(*args)
+    assert alone.stdout == by_helpers.stdout.replace(
+        "recorded 27, duplicate 0", "recorded 0, duplicate 27"
+    )
+    assert alone.stderr == by_helpers.stderr + "nothing new: every job was already recorded\n"
