@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 import click
 
@@ -10,13 +11,11 @@ from cli.params import TIME
 from cli.session import change_options, session
 from ledger.bounds import printable
 from ledger.site import Site, Stamp
-from ledger.usecases.usage_report import (
-    DEFAULT_SIZE_BINS,
-    ReportType,
-    TimeUnit,
-    UsageReport,
-    usage_report,
-)
+
+if TYPE_CHECKING:
+    # The report's module (and the job queries under it) is imported when a report is asked
+    # for: update-usage and update-fshare run from a cron, and pay for every import.
+    from ledger.usecases.usage_report import ReportType, TimeUnit, UsageReport
 
 
 @click.command("update-usage")
@@ -93,6 +92,8 @@ def _size_bins(text: str | None) -> tuple[int, ...] | None:
     if text is None:
         return None
     if not text[:1].isdigit():
+        from ledger.usecases.usage_report import DEFAULT_SIZE_BINS
+
         return DEFAULT_SIZE_BINS  # flux-accounting: a non-digit first character means these
     try:
         return tuple(sorted(int(v) for v in text.split(",") if v.strip()))
@@ -142,6 +143,8 @@ def view_usage_report(
     job_size_bins: str | None,
 ) -> None:
     """Node-time used per association, bank or user between two times (sreport-like)."""
+    from ledger.usecases.usage_report import usage_report
+
     bins = _size_bins(job_size_bins)
     report = usage_report(session(ctx), start, end, username, bank, report_type, time_unit, bins)
     click.echo("\n".join(printable(line) for line in _report_lines(report)))
