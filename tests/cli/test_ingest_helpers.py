@@ -7,6 +7,7 @@ The chunks and pieces are made tiny here, so that a few dozen lines span many of
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -193,3 +194,35 @@ def test_helpers_read_sacct_lines_as_one_process_does(
         "recorded 27, duplicate 0", "recorded 0, duplicate 27"
     )
     assert alone.stderr == by_helpers.stderr + "nothing new: every job was already recorded\n"
+
+
+@pytest.mark.parametrize(
+    ("helper", "status"),
+    [
+        ("exit 3", 3),  # ends before answering
+        (r"printf '\200\005\225'; exit 4", 4),  # ends in the middle of its answer
+    ],
+)
+def test_a_helper_that_ends_is_one_line_and_nothing_is_recorded(
+    ledger_store: Store,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    helper: str,
+    status: int,
+) -> None:
+    site(ledger_store)
+    position = ledger_store.log_position()
+    path = write(tmp_path / "long.jsonl", *(job(n) for n in range(1, 25)))
+    # The helpers are started as `sys.executable -m ledger.usecases.validation`: here, a
+    # script that ignores its arguments and its input, and ends as `helper` says.
+    fake = tmp_path / "helper.sh"
+    fake.write_text(f"#!/bin/sh\n{helper}\n")
+    fake.chmod(0o755)
+    in_processes(monkeypatch, 2)
+    monkeypatch.setattr(sys, "executable", str(fake))
+    result = ledger_store.run("ingest", path, expect=1)
+    assert (result.stdout, result.stderr) == (
+        "",
+        f"fairledger: a helper process validating the input ended (exit status {status})\n",
+    )
+    assert ledger_store.log_position() == position
