@@ -2,8 +2,8 @@
 
 One item per input line, in the input's order, so that ingest's validation numbers every
 refused line as the file does: a record for an ended job, "" for the header, a blank line, a
-step or a job not ended yet (counted in `steps` and `unfinished`), and a `RejectedLine` for a
-line sacct's reader or the record refuses.
+step or a job not ended yet (counted by kind: `steps`, and each unfinished state), and a
+`RejectedLine` for a line sacct's reader or the record refuses.
 
 A job becomes the record JSON ingest reads: `id` (JobIDRaw, else JobID), `cluster` (when the
 column is there), `userid` (UID), `username` (User), `bank` (Account), `queue` (Partition),
@@ -164,7 +164,7 @@ class _FastLines:
 
     Exact by construction: it returns what those return for a line only when the line holds
     nothing it has not checked, and raises on anything else (a refused value, a job that is not
-    a plain number, a field it cannot vouch for), so that SacctRecords hands that line to the
+    a plain number, a field it cannot vouch for), so that SacctLines hands that line to the
     reader proper, whose record or error stands. It changes the reader's counters only when it
     returns. The header's columns are looked up once, as positions; repeated values (states,
     AllocTRES, time limits, a wall time's day, minute and second) are converted once each."""
