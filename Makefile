@@ -30,6 +30,7 @@ test: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check ledger projections cli tests bench
+	$(BIN)/ruff format --check ledger projections cli tests bench
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-cache
 
