@@ -72,9 +72,9 @@ def validate_chunk(
     terms: Terms,
     mark: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
 ) -> Validated:
-    """The chunk's lines, the first numbered `first_line`: each good one as the primitive
-    record the log stores (amended by `mark`, if given), each bad one with its number and
-    message."""
+    """The chunk's lines, the first numbered `first_line` (read into items first by the
+    terms' `read_lines`, if any): each good one as the primitive record the log stores
+    (amended by `mark`, if given), each bad one with its number and message."""
     # Imported here: pydantic's model build is the costliest import, and only ingest needs it.
     from ledger.ingest import job_billing, parse_lines, to_record, weights
 

@@ -62,9 +62,9 @@ def _oracle(lines: list[str], zone: str) -> tuple[list[str], Counter[str]]:
         shown.extend(_shown(item) for item in records)
     except Exception as exc:  # the reader's own escapes (int('²')) must escape alike
         shown.append(f"raised {type(exc).__name__}: {exc}")
-    if shown and all(item == "''" for item in shown[:-1]) and shown[-1].startswith("raised"):
-        # A refused header refuses the input as soon as it is read: ingest reads it first,
-        # so no item of the blank lines before it is ever made.
+    if records.reader.header is None:
+        # A missing or refused header refuses the input: ingest reads it first, so no item
+        # of the blank lines before it is ever made.
         shown = shown[-1:]
     skipped = records.reader.unfinished.copy()
     if records.reader.steps:
