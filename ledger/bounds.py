@@ -272,6 +272,20 @@ def _escape(match: re.Match[str]) -> str:
 
 
 # --- a job record's unknown fields ---------------------------------------------------------------
+def plain_json_scalar(value: Any) -> bool:
+    """Whether check_json_value passes `value` without looking further: None, a bool, an int
+    within 64 bits, a finite float, or ASCII text without NUL (a lone surrogate is not ASCII).
+    What sacct's records keep beside the counts (a state, a time, a priority) nearly always is."""
+    kind = type(value)
+    if kind is str:
+        return bool(value.isascii()) and "\x00" not in value
+    if kind is int:
+        return bool(INT64_MIN <= value <= INT64_MAX)
+    if kind is float:
+        return math.isfinite(value)
+    return value is None or kind is bool
+
+
 def check_json_value(field: str, value: Any) -> None:
     """Unknown fields of a job record are kept in the event and the jobs table as JSON: every
     number finite and within 64 bits, every string free of NUL and lone surrogates (which

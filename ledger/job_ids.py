@@ -207,6 +207,10 @@ def parse_job_id(text: str) -> int:
     """A job ID in any form Flux prints and `flux job id` reads: f58 ("ƒ2Wbqh5Wo",
     "f2Wbqh5Wo"), decimal, "0x" hex, dotted hex ("0000.0000.0000.04d2"), kvs
     ("job.0000.0000.0000.04d2"), words or emoji."""
+    if text.isascii() and text.isdigit():
+        # Decimal, as _DECIMAL reads it below (ASCII digits are no other form's): sacct's ids,
+        # one per job, are all this form.
+        return check_job_id_range(int(text), text)
     candidate = text.strip()
     # Flux ignores a `job.` prefix (libjob/id.c), so the kvs form reads as dotted hex.
     candidate = candidate.removeprefix(KVS_PREFIX)

@@ -199,6 +199,11 @@ LATEST_TIME = "latest_time"  # validation context: the latest time a job may hav
 # nearly always the same few. Bounded, for names that never repeat.
 _TRES_KEYS: dict[str, str] = {}
 TRES_NAMES_KEPT = 4_096
+# TRES given as whole numbers, already counted: a site's jobs repeat a few hundred allocations
+# (AllocTRES of a million sacct jobs), each counted once. Keyed by items whose counts are all
+# ints (not bools): 1, 1.0 and True are equal keys but not the same count. Bounded likewise.
+_TRES_COUNTED: dict[tuple[tuple[str, int], ...], dict[str, float]] = {}
+TRES_COUNTED_KEPT = 4_096
 
 
 def _check_tres_name(name: Any) -> None:
@@ -247,8 +252,12 @@ class JobRecord(BaseModel):
     def _tres_counts(cls, value: dict[str, Any] | None) -> dict[str, float] | None:
         if value is None:
             return None
+        items = tuple(value.items())
+        whole = all(type(name) is str and type(count) is int for name, count in items)
+        if whole and (known := _TRES_COUNTED.get(items)) is not None:
+            return dict(known)
         counts: dict[str, float] = {}
-        for name, count in value.items():
+        for name, count in items:
             if name not in _TRES_KEYS:
                 _check_tres_name(name)
             if not _is_number(count) or not math.isfinite(count) or count < 0:
@@ -259,6 +268,8 @@ class JobRecord(BaseModel):
                 )
             key = _TRES_KEYS.get(name) or name.lower()
             counts[key] = counts.get(key, 0) + count
+        if whole and len(_TRES_COUNTED) < TRES_COUNTED_KEPT:
+            _TRES_COUNTED[items] = dict(counts)
         return counts
 
     @model_validator(mode="before")
@@ -345,6 +356,8 @@ class JobRecord(BaseModel):
     @model_validator(mode="after")
     def _extra_is_json(self) -> JobRecord:
         for name, value in (self.model_extra or {}).items():
+            if bounds.plain_json_scalar(value):
+                continue  # no need of the field's printable name, made only for a message
             try:
                 bounds.check_json_value(printable_field(name), value)
             except InvalidValue as exc:

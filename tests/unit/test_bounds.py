@@ -302,3 +302,27 @@ def test_history_lines_escape_control_characters() -> None:
     text = history_line(entry)
     assert "\x1b" not in text and "\n" not in text
     assert text.startswith("2023-11-14T22:13:20+00:00  ops\\x1b[2J  edit-bank A\\x1b]0;t\\x07")
+
+
+@given(
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(min_value=-(2**70), max_value=2**70),
+        st.floats(allow_nan=True, allow_infinity=True),
+        st.text(),
+        st.text(alphabet=st.sampled_from(["a", "\x00", "\ud800", "é", "\udfff"])),
+    )
+)
+def test_a_plain_json_scalar_passes_the_whole_check(value: object) -> None:
+    """plain_json_scalar lets the record's extra fields skip check_json_value: only for values
+    that check passes."""
+    if bounds.plain_json_scalar(value):
+        bounds.check_json_value("field", value)
+
+
+@pytest.mark.parametrize(
+    "value", ["a\x00b", "caf\udce9", 2**63, -(2**63) - 1, math.inf, math.nan, [1], {"a": 1}]
+)
+def test_what_is_not_plain_is_checked_whole(value: object) -> None:
+    assert not bounds.plain_json_scalar(value)

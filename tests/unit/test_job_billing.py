@@ -151,3 +151,28 @@ def test_a_malformed_weight_is_refused_with_one_line() -> None:
     ) == (
         "TRESBillingWeights: bad weight 'GPU': expected TRES=weight, e.g. CPU=1.0 or GRES/gpu=2.0"
     )
+
+
+def test_a_counted_tres_is_not_mistaken_for_an_equal_one_of_another_type(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """TRES already counted are kept by their items: 1, 1.0 and True are equal keys, but not
+    the same count (an int and a float are stored as they came; a bool is refused)."""
+    monkeypatch.setattr(jobs_module, "_TRES_COUNTED", {})
+    first = job(tres={"CPU": 1}).tres
+    assert first is not None and repr(first) == "{'cpu': 1}"
+    first["cpu"] = 99  # each record's own copy
+    assert repr(job(tres={"CPU": 1}).tres) == "{'cpu': 1}"
+    assert repr(job(tres={"CPU": 1.0}).tres) == "{'cpu': 1.0}"
+    with pytest.raises(InvalidValue, match="CPU: true is not a count >= 0"):
+        job(tres={"CPU": True})
+    assert list(jobs_module._TRES_COUNTED) == [(("CPU", 1),)]
+
+
+def test_tres_past_the_counted_ones_are_counted_alike(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(jobs_module, "_TRES_COUNTED", {})
+    monkeypatch.setattr(jobs_module, "TRES_COUNTED_KEPT", 1)
+    assert job(tres={"cpu": 2, "Mem": 5}).tres == {"cpu": 2, "mem": 5}
+    assert job(tres={"cpu": 3}).tres == {"cpu": 3}
+    assert job(tres={"cpu": 2, "Mem": 5}).tres == {"cpu": 2, "mem": 5}
+    assert list(jobs_module._TRES_COUNTED) == [(("cpu", 2), ("Mem", 5))]

@@ -84,3 +84,16 @@ def test_a_negative_number_is_not_taken_for_words() -> None:
 def test_unknown_form_is_refused() -> None:
     with pytest.raises(JobIdError, match="not a job ID form"):
         format_job_id(1, "octal")
+
+
+@given(st.text(alphabet="0123456789", min_size=1, max_size=24))
+def test_plain_decimal_reads_as_decimal_with_spaces_round_it_does(digits: str) -> None:
+    """Plain ASCII digits take a short path; with spaces round them, the general one."""
+
+    def outcome(text: str) -> int | str:
+        try:
+            return parse_job_id(text)
+        except JobIdError as err:
+            return err.reason
+
+    assert outcome(digits) == outcome(f" {digits} ")
