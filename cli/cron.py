@@ -24,7 +24,8 @@ DEFAULT_FORMAT = "jsonl"
     "fmt",
     type=click.Choice(FORMATS),
     default=None,
-    help=f"--ingest's format: JSON lines, or a flux-accounting DB (default: {DEFAULT_FORMAT}).",
+    help="--ingest's format: JSON lines, a flux-accounting DB, or sacct -a -X -P output "
+    f"(default: {DEFAULT_FORMAT}).",
 )
 @click.option(
     "--skip-invalid",

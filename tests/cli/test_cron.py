@@ -140,6 +140,25 @@ def test_cron_ingests_a_flux_accounting_database(ledger_store: Store, tmp_path: 
     assert usage[("alice", "chemistry")] == 100.0  # 50 s on 2 nodes
 
 
+def test_cron_reads_sacct_output_from_stdin(ledger_store: Store) -> None:
+    """A Slurm site's cron: `sacct -a -X -P ... | fairledger cron --ingest - --format sacct`,
+    its steps and unfinished jobs counted as ingest counts them."""
+    site(ledger_store)
+    sacct = (
+        "JobIDRaw|User|Account|Partition|Start|End|NNodes|NCPUS|State\n"
+        f"7|alice|physics|batch|{T0 - 30}|{T0}|2|8|COMPLETED\n"
+        f"7.batch|alice|physics|batch|{T0 - 30}|{T0}|2|8|COMPLETED\n"
+        f"8|bob|chemistry|batch|{T0 - 5}|Unknown|1|4|RUNNING\n"
+    )
+    result = ledger_store.run("cron", "--ingest", "-", "--format", "sacct", input=sacct)
+    assert result.stdout.splitlines()[0] == (
+        "recorded 1, duplicate 0, unmatched 0, skipped 2 (steps 1, RUNNING 1)"
+    )
+    users = json.loads(ledger_store.run("list-users", "--json").stdout)
+    usage = {(r["username"], r["bank"]): r["job_usage"] for r in users}
+    assert usage[("alice", "physics")] == 60.0  # 30 s on 2 nodes, undecayed
+
+
 def test_a_bad_line_records_nothing_not_even_the_updates(
     ledger_store: Store, tmp_path: Path
 ) -> None:
