@@ -204,6 +204,9 @@ class Connection:
 
     def __init__(self, config: StoreConfig) -> None:
         self.config = config
+        # The tables insert_rows added rows to in the open transaction: rows no other
+        # connection sees until it commits (projections.writers.job_reading asks).
+        self.inserted: set[str] = set()
         self.raw: Any
         if config.is_postgres:
             self.raw = postgres_admin_connect(config)
@@ -314,6 +317,7 @@ class Connection:
         (in-process, no round trip to save). No ON CONFLICT: a duplicate key is an error."""
         if not rows:
             return
+        self.inserted.add(table)
         names = ", ".join(columns)
         if self.config.is_postgres:
             with self.raw.cursor() as cur, cur.copy(f"COPY {table} ({names}) FROM STDIN") as copy:
@@ -440,6 +444,8 @@ class Connection:
         except BaseException:
             self._rollback_if_open()
             raise
+        finally:
+            self.inserted.clear()
 
     def _rollback_if_open(self) -> None:
         """Roll back what is still open: SQLite ends a transaction by itself on some errors

@@ -10,7 +10,6 @@ how many jobs are recorded: running the same command again completes the input."
 from __future__ import annotations
 
 import itertools
-import os
 from collections import Counter, deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -19,6 +18,7 @@ from typing import IO, TYPE_CHECKING, Any
 from ledger import bounds
 from ledger.clock import real_now
 from ledger.errors import Interrupted, InvalidValue, LedgerError, WriteFailed
+from ledger.machine import idle_cpus
 from ledger.site_usage import AssociationResolver
 from ledger.slurm.sacct_jobs import SacctLines, SacctRecords, skipped_shown
 from ledger.store.application import Conflict
@@ -287,31 +287,13 @@ def _errors_last(chunks: Iterator[list[Any]]) -> Iterator[list[Any] | Exception]
 
 
 def _helpers(store: StoreConfig) -> int:
-    """How many helper processes pass 1 may use: the CPUs this process may run on that other
-    work is not using as it starts, at most MAX_HELPERS. Several ingesters started together
-    (one per cluster, by a cron) find the CPUs taken and validate in their own processes: their
-    helpers would only share the same CPUs, at the cost of starting and feeding them. None for
-    a PostgreSQL server on this machine, which needs the CPUs while the jobs are recorded:
-    helpers there gained nothing (1M jobs in `make bench`: 21,605 against 21,682 jobs/s), and
-    four ingesters at once fell from 1.11x to 0.93x one ingester's rate."""
+    """How many helper processes pass 1 may use: the idle CPUs as it starts, at most
+    MAX_HELPERS. None for a PostgreSQL server on this machine, which needs the CPUs while the
+    jobs are recorded: helpers there gained nothing (1M jobs in `make bench`: 21,605 against
+    21,682 jobs/s), and four ingesters at once fell from 1.11x to 0.93x one ingester's rate."""
     if store.server_here:
         return 0
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        cpus = os.cpu_count() or 1
-    return min(cpus - _other_runnable(), MAX_HELPERS)
-
-
-def _other_runnable() -> int:
-    """Linux's count of tasks running or ready to run, this one aside (/proc/loadavg); 0 where
-    it is not known."""
-    try:
-        with open("/proc/loadavg", encoding="ascii") as loadavg:
-            runnable = int(loadavg.read().split()[3].split("/")[0])
-    except (OSError, ValueError, IndexError):
-        return 0
-    return max(runnable - 1, 0)
+    return min(idle_cpus(), MAX_HELPERS)
 
 
 def _record_spool(

@@ -36,6 +36,7 @@ from ledger.site_usage import (
 from ledger.state import SiteState
 from ledger.store.connections import Connection
 from projections.writers import usage_scope
+from projections.writers.job_reading import JOB_COLUMNS, count_jobs
 from projections.writers.usage_scope import USERS_PER_QUERY
 
 TABLES: dict[str, str] = {
@@ -59,8 +60,6 @@ TABLES: dict[str, str] = {
         )""",
 }
 
-_JOB_COLUMNS = "userid, username, bank, billing, t_run, t_inactive"
-
 
 def read_at(
     conn: Connection, state: SiteState, at: float, max_position: int | None = None
@@ -70,12 +69,9 @@ def read_at(
     upto = "" if max_position is None else " AND position <= ?"
     args: tuple[Any, ...] = (at,) if max_position is None else (at, max_position)
     reading = continuous_reading(state, _balances(conn, max_position), at)
-    # Plain rows in JobSpan's order, streamed: a Slurm site's full update reads every job
-    # recorded, and holding them all would grow with the site's history.
-    with conn.stream_rows(
-        f"SELECT {_JOB_COLUMNS} FROM jobs WHERE in_balance = 0 AND t_run < ?{upto}", args
-    ) as jobs:
-        add_jobs(state, reading, jobs)
+    # Streamed, and in parts at once on a large site: a Slurm site's full update reads every
+    # job recorded, and holding them all would grow with the site's history.
+    count_jobs(conn, state, reading, f"in_balance = 0 AND t_run < ?{upto}", args)
     return reading
 
 
@@ -124,12 +120,11 @@ def carried(
     # The jobs recorded since the mark, and those the mark's reading held as running (ended
     # after it): both are counted now, settled if they have ended by `at`.
     jobs: list[JobSpanTuple] = conn.execute(
-        f"SELECT {_JOB_COLUMNS} FROM jobs WHERE in_balance = 0 AND position > ? AND position < ?",
+        f"SELECT {JOB_COLUMNS} FROM jobs WHERE in_balance = 0 AND position > ? AND position < ?",
         (mark, position),
     ).fetchall()
     jobs += conn.execute(
-        f"SELECT {_JOB_COLUMNS} FROM jobs WHERE in_balance = 0 AND position <= ? "
-        "AND t_inactive > ?",
+        f"SELECT {JOB_COLUMNS} FROM jobs WHERE in_balance = 0 AND position <= ? AND t_inactive > ?",
         (mark, mark_at),
     ).fetchall()
     resolver = AssociationResolver(state)
@@ -191,7 +186,7 @@ def subtracted(
     # What the mark counted that the moment does not: counted again as the mark counted it.
     resolver = AssociationResolver(state)
     with conn.stream_rows(
-        f"SELECT {_JOB_COLUMNS} FROM jobs WHERE in_balance = 0 AND position <= ? "
+        f"SELECT {JOB_COLUMNS} FROM jobs WHERE in_balance = 0 AND position <= ? "
         "AND t_inactive <= ? AND (position >= ? OR t_inactive > ?)",
         (mark, mark_at, position, at),
     ) as later:
@@ -211,7 +206,7 @@ def subtracted(
             reading.settled.pop(key, None)
     # The jobs running at `at` (recorded by then) count their part up to it.
     with conn.stream_rows(
-        f"SELECT {_JOB_COLUMNS} FROM jobs WHERE in_balance = 0 AND position < ? "
+        f"SELECT {JOB_COLUMNS} FROM jobs WHERE in_balance = 0 AND position < ? "
         "AND t_inactive > ? AND t_run < ?",
         (position, at, at),
     ) as running:
@@ -252,7 +247,7 @@ def _jobs_of(
     for n in range(0, len(names), USERS_PER_QUERY):
         clause, values = usage_scope.who_of(state, names[n : n + USERS_PER_QUERY]).clause()
         out += conn.execute(
-            f"SELECT {_JOB_COLUMNS} FROM jobs WHERE in_balance = 0 AND position < ?{clause}",
+            f"SELECT {JOB_COLUMNS} FROM jobs WHERE in_balance = 0 AND position < ?{clause}",
             (position, *values),
         ).fetchall()
     return out

@@ -1,0 +1,167 @@
+"""A Slurm site's whole reading in parts, read at once by helper processes
+(projections.writers.job_reading): the same numbers to the bit as one process reading every
+job, whatever the parts, on both stores; a helper that fails has its part read by the command;
+and no helper reads while the command's own transaction holds job rows others cannot see.
+
+The parts are forced here (a site of a few dozen jobs is far below the size that starts
+helpers): every update runs beside a twin ledger that reads in one process."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ledger.store.connections import Connection, StoreConfig
+from projections.writers import job_reading
+from tests.cli.test_continuous_incremental import _shown, _slurm_site
+from tests.cli.test_cron import twin  # noqa: F401 (a fixture)
+from tests.cli.test_ingest import job, write
+from tests.conftest import T0, Store
+
+
+class Helpers:
+    """How many helpers a reading starts (0: one process), and what they did."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.count = 0
+        self.started = 0
+        self.answered = 0
+        monkeypatch.setattr(job_reading, "HELPER_MIN_ROWS", 1)
+        monkeypatch.setattr(job_reading, "_helper_count", lambda store: self.count)
+        real_init, real_answer = job_reading._Helper.__init__, job_reading._Helper.answer
+
+        def init(helper: Any, part: job_reading.Part) -> None:
+            self.started += 1
+            real_init(helper, part)
+
+        def answer(helper: Any) -> Any:
+            found = real_answer(helper)
+            self.answered += found is not None
+            return found
+
+        monkeypatch.setattr(job_reading._Helper, "__init__", init)
+        monkeypatch.setattr(job_reading._Helper, "answer", answer)
+
+
+@pytest.fixture
+def helpers(monkeypatch: pytest.MonkeyPatch) -> Iterator[Helpers]:
+    yield Helpers(monkeypatch)
+
+
+def _jobs(tmp_path: Path, now: float) -> list[str]:
+    """Three inputs (so three log positions to split): alice's jobs in her default bank and in
+    chemistry, bob's by userid alone, a job of nobody's (it counts nowhere), and one of
+    alice's still running at `now`, which counts only its part up to it."""
+    files = []
+    for n in range(3):
+        base = 100 * n
+        lines = [job(base + k, end=T0 - 500 * k - n, duration=30 + k) for k in range(1, 9)]
+        lines += [
+            job(base + 10, end=T0 - n, duration=77, bank="chemistry"),
+            job(base + 11, end=T0 - 40 - n, duration=50, userid=5002),
+            job(base + 12, end=T0 - 60, duration=20, userid=9999, username="nobody"),
+        ]
+        files.append(write(tmp_path / f"jobs{n}.jsonl", *lines))
+    files.append(write(tmp_path / "running.jsonl", job(999, end=now + 500, duration=900)))
+    return files
+
+
+def _whole_reading(store: Store, tmp_path: Path, now: float) -> dict[str, Any]:
+    """A Slurm site with the jobs of _jobs, then a site event and an update: a whole reading."""
+    _slurm_site(store)
+    for path in _jobs(tmp_path / store.kind, now):
+        store.run("ingest", path, now=now - 100)
+    store.run("add-config", "site_note=x", now=now)
+    store.run("update-fshare", now=now)
+    return _shown(store, now)
+
+
+@pytest.mark.parametrize("count", [1, 2, 3])
+def test_parts_read_by_helpers_give_one_processs_numbers(
+    store: Store,
+    twin: Store,  # noqa: F811 (the fixture)
+    tmp_path: Path,
+    helpers: Helpers,
+    count: int,
+) -> None:
+    (tmp_path / store.kind).mkdir()
+    now = T0 + 600
+    helpers.count = count
+    shown = _whole_reading(store, tmp_path, now)
+    assert (helpers.started, helpers.answered) == (count, count)
+    helpers.count = 0
+    assert shown == _whole_reading(twin, tmp_path, now)
+    assert helpers.started == count
+    assert shown["users"][("alice", "physics")][0] > 0  # the reading counted jobs
+
+
+@pytest.mark.parametrize(
+    "helper",
+    [
+        "exit 3",  # ends before answering
+        r"printf '\200\005\225'; exit 4",  # ends in the middle of its answer
+    ],
+)
+def test_a_helper_that_fails_has_its_part_read_by_the_command(
+    store: Store,
+    twin: Store,  # noqa: F811 (the fixture)
+    tmp_path: Path,
+    helpers: Helpers,
+    monkeypatch: pytest.MonkeyPatch,
+    helper: str,
+) -> None:
+    (tmp_path / store.kind).mkdir()
+    now = T0 + 600
+    # Helpers are started as `sys.executable -m projections.writers.job_reading`: here, a
+    # script that ignores its arguments and its input, and ends as `helper` says.
+    fake = tmp_path / "helper.sh"
+    fake.write_text(f"#!/bin/sh\n{helper}\n")
+    fake.chmod(0o755)
+    with monkeypatch.context() as patched:
+        patched.setattr(sys, "executable", str(fake))
+        helpers.count = 2
+        shown = _whole_reading(store, tmp_path, now)
+    assert (helpers.started, helpers.answered) == (2, 0)
+    helpers.count = 0
+    assert shown == _whole_reading(twin, tmp_path, now)
+
+
+def test_no_helper_reads_while_the_transaction_holds_unseen_jobs(
+    store: Store,
+    tmp_path: Path,
+    helpers: Helpers,
+) -> None:
+    """A rebuild records every job again in its one transaction, then updates from them:
+    other connections still see the rows as they were committed (or none), so its readings
+    are made in the command's own process."""
+    (tmp_path / store.kind).mkdir()
+    now = T0 + 600
+    shown = _whole_reading(store, tmp_path, now)
+    helpers.count = 2
+    store.run("rebuild", now=None)
+    assert helpers.started == 0
+    assert _shown(store, now) == shown
+
+
+def test_a_transaction_knows_the_tables_it_inserted_into(tmp_path: Path) -> None:
+    conn = Connection(StoreConfig(kind="sqlite", path=str(tmp_path / "t.db")))
+    try:
+        conn.execute("CREATE TABLE jobs (id INTEGER)")
+        with conn.transaction():
+            conn.insert_rows("jobs", ("id",), [])
+            assert conn.inserted == set()  # no row, nothing unseen
+            conn.insert_rows("jobs", ("id",), [(1,)])
+            assert conn.inserted == {"jobs"}
+        assert conn.inserted == set()
+        with pytest.raises(ZeroDivisionError), conn.transaction():
+            conn.insert_rows("jobs", ("id",), [(2,)])
+            assert conn.inserted == {"jobs"}
+            raise ZeroDivisionError
+        assert conn.inserted == set()
+        assert conn.rows("SELECT id FROM jobs") == [(1,)]
+    finally:
+        conn.close()
