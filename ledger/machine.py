@@ -1,8 +1,12 @@
-"""What this machine has free for helper processes, read as a command starts."""
+"""Helper processes: the CPUs this machine has free for them as a command starts, and how
+one is started."""
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 
 def idle_cpus() -> int:
@@ -26,3 +30,18 @@ def _other_runnable() -> int:
     except (OSError, ValueError, IndexError):
         return 0
     return max(runnable - 1, 0)
+
+
+def start_helper(module: str) -> subprocess.Popen[bytes]:
+    """`python -m module`, reading its work from its stdin and answering on its stdout: a
+    fresh interpreter (not a fork: the command holds a database connection, and may hold
+    threads). The folder this package was imported from comes first on its path, so it runs
+    this very code however the command was started."""
+    here = str(Path(__file__).resolve().parents[1])
+    path = os.pathsep.join([here, *filter(None, [os.environ.get("PYTHONPATH")])])
+    return subprocess.Popen(
+        [sys.executable, "-m", module],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": path},
+    )

@@ -8,7 +8,6 @@ connection, and may hold threads), which learns the site's state once, when it s
 from __future__ import annotations
 
 import contextlib
-import os
 import pickle
 import queue
 import signal
@@ -18,10 +17,10 @@ import threading
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ledger.errors import InvalidValue
+from ledger.machine import start_helper
 from ledger.usecases.charge_bound import Charge, charges_of
 from ledger.usecases.spool import chunk_bytes
 
@@ -107,19 +106,7 @@ class Helpers:
     never waits on a command blocked writing its next piece."""
 
     def __init__(self, count: int, terms: Terms) -> None:
-        # The folder this package was imported from comes first on the helpers' path, so they
-        # run this very code however the command was started.
-        here = str(Path(__file__).resolve().parents[2])
-        path = os.pathsep.join([here, *filter(None, [os.environ.get("PYTHONPATH")])])
-        self._procs = [
-            subprocess.Popen(
-                [sys.executable, "-m", "ledger.usecases.validation"],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                env={**os.environ, "PYTHONPATH": path},
-            )
-            for _ in range(count)
-        ]
+        self._procs = [start_helper("ledger.usecases.validation") for _ in range(count)]
         self._work: list[queue.SimpleQueue[tuple[list[Any], int] | None]] = []
         self._writers = []
         for proc in self._procs:
