@@ -19,7 +19,7 @@ all their jobs (projections.writers.usage_scope).
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from ledger.bounds import CHARGE_UNITS
 from ledger.site_usage import (
@@ -66,12 +66,10 @@ def read_at(
 ) -> ContinuousReading:
     """The whole reading at `at` from the jobs and opening balances recorded up to
     `max_position` (all when None): what as-of queries and a full update compute."""
-    upto = "" if max_position is None else " AND position <= ?"
-    args: tuple[Any, ...] = (at,) if max_position is None else (at, max_position)
     reading = continuous_reading(state, _balances(conn, max_position), at)
     # Streamed, and in parts at once on a large site: a Slurm site's full update reads every
     # job recorded, and holding them all would grow with the site's history.
-    count_jobs(conn, state, reading, f"in_balance = 0 AND t_run < ?{upto}", args)
+    count_jobs(conn, state, reading, "in_balance = 0 AND t_run < ?", (at,), max_position)
     return reading
 
 

@@ -8,20 +8,19 @@ in parts and adding the parts gives the same reading to the bit, whatever the sp
 
 The jobs are split by log position into ranges, up to the last position this connection sees.
 A helper process reads one range through a connection of its own; this process reads the
-first. Recorded job rows never change, so a helper sees the same rows of its range as this
-connection does, whatever it has committed since, unless this connection's open transaction
-wrote jobs itself (a rebuild, a catch-up fold of job events): those rows no other connection
-sees, and the reading is then made here alone (Connection.inserted).
+first. The columns read of a recorded job never change (a new half-life renumbers only its
+period), so a helper sees the rows of its range as this connection does, whatever others have
+committed since, unless this connection's open transaction inserted jobs itself (a rebuild, a
+catch-up fold of job events): no other connection sees those rows, and the reading is then made
+here alone (Connection.inserted).
 
-A helper is a fresh interpreter running this module (as ingest's are: not a fork, since the
-command holds a database connection), given its range, the site and the empty reading on its
-stdin, answering with the sums on its stdout, pickled. One that fails to answer has its range
-read here instead: the reading is only slower."""
+A helper is given its range, the site and the empty reading on its stdin, and answers with the
+reading of its range on its stdout, pickled. One that fails to answer has its range read here
+instead: the reading is only slower."""
 
 from __future__ import annotations
 
 import contextlib
-import os
 import pickle
 import signal
 import subprocess
@@ -29,10 +28,9 @@ import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from ledger.machine import idle_cpus
+from ledger.machine import idle_cpus, start_helper
 from ledger.site_usage import ContinuousReading, add_jobs
 from ledger.state import SiteState
 from ledger.store.connections import Connection, StoreConfig
@@ -49,14 +47,14 @@ JOB_COLUMNS = "userid, username, bank, billing, t_run, t_inactive"
 @dataclass(frozen=True)
 class Part:
     """What one helper reads: the jobs of `where` (with `args`) whose position is in
-    (`after`, `upto`], counted into `reading` (empty, as continuous_reading made it) under
+    (`after`, `last`], counted into `reading` (empty, as continuous_reading made it) under
     `state`, through a connection to `store`."""
 
     store: StoreConfig
     where: str
     args: tuple[Any, ...]
     after: int
-    upto: int
+    last: int
     state: SiteState
     reading: ContinuousReading
 
@@ -67,18 +65,22 @@ def count_jobs(
     reading: ContinuousReading,
     where: str,
     args: tuple[Any, ...],
+    upto: int | None = None,
 ) -> None:
-    """add_jobs(state, reading, every job of `SELECT JOB_COLUMNS FROM jobs WHERE where`), in
-    parts read at once where the site is large, CPUs are idle, and no job row this connection
-    sees is hidden from others."""
+    """add_jobs(state, reading, every job of `SELECT JOB_COLUMNS FROM jobs WHERE where`
+    recorded up to log position `upto` (all: None)), in parts read at once where the site is
+    large, CPUs are idle, and no job row this connection sees is hidden from others."""
     unseen = "jobs" in conn.inserted  # job rows of the open transaction
-    ranges = [] if unseen else _ranges(conn, _helper_count(conn.config))
+    ranges = [] if unseen else _ranges(conn, _helper_count(conn.config), upto)
     if len(ranges) < 2:
-        with conn.stream_rows(f"SELECT {JOB_COLUMNS} FROM jobs WHERE {where}", args) as rows:
+        bound, bounds = ("", ()) if upto is None else (" AND position <= ?", (upto,))
+        with conn.stream_rows(
+            f"SELECT {JOB_COLUMNS} FROM jobs WHERE {where}{bound}", (*args, *bounds)
+        ) as rows:
             add_jobs(state, reading, rows)
         return
     empty = ContinuousReading(reading.at, reading.half_life, reading.boundary, reading.since)
-    parts = [Part(conn.config, where, args, after, upto, state, empty) for after, upto in ranges]
+    parts = [Part(conn.config, where, args, after, last, state, empty) for after, last in ranges]
     helpers = [_Helper(part) for part in parts[1:]]
     try:
         with _part_rows(conn, parts[0]) as rows:
@@ -103,27 +105,29 @@ def _helper_count(store: StoreConfig) -> int:
     return max(0, min(idle_cpus() - 1, MAX_HELPERS))
 
 
-def _ranges(conn: Connection, helpers: int) -> list[tuple[int, int]]:
-    """Position ranges (after, upto] of about as many jobs each, one per process, covering
-    every job this connection sees; [] when there are too few for helpers to pay."""
+def _ranges(conn: Connection, helpers: int, upto: int | None) -> list[tuple[int, int]]:
+    """Position ranges (after, last] of about as many jobs each, one per process, covering
+    every job this connection sees up to position `upto` (all: None); [] when there are too
+    few for helpers to pay."""
     if helpers < 1:
         return []
+    bound, bounds = ("", ()) if upto is None else (" WHERE position <= ?", (upto,))
     ((count, lowest, highest),) = conn.rows(
-        "SELECT COUNT(*), MIN(position), MAX(position) FROM jobs"
+        f"SELECT COUNT(*), MIN(position), MAX(position) FROM jobs{bound}", bounds
     )
     if count < HELPER_MIN_ROWS:
         return []
     parts = min(helpers + 1, int(highest) - int(lowest) + 1)
     start = int(lowest) - 1
     span = int(highest) - start
-    bounds = [start + span * n // parts for n in range(parts + 1)]
-    return [(bounds[n], bounds[n + 1]) for n in range(parts) if bounds[n] < bounds[n + 1]]
+    cuts = [start + span * n // parts for n in range(parts + 1)]
+    return [(cuts[n], cuts[n + 1]) for n in range(parts) if cuts[n] < cuts[n + 1]]
 
 
 @contextlib.contextmanager
 def _part_rows(conn: Connection, part: Part) -> Iterator[Iterator[tuple[Any, ...]]]:
     sql = f"SELECT {JOB_COLUMNS} FROM jobs WHERE {part.where} AND position > ? AND position <= ?"
-    with conn.stream_rows(sql, (*part.args, part.after, part.upto)) as rows:
+    with conn.stream_rows(sql, (*part.args, part.after, part.last)) as rows:
         yield rows
 
 
@@ -143,16 +147,7 @@ class _Helper:
     by a thread, so that a helper still importing never holds up this process."""
 
     def __init__(self, part: Part) -> None:
-        # The folder this package was imported from comes first on the helper's path, so it
-        # runs this very code however the command was started.
-        here = str(Path(__file__).resolve().parents[2])
-        path = os.pathsep.join([here, *filter(None, [os.environ.get("PYTHONPATH")])])
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "projections.writers.job_reading"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            env={**os.environ, "PYTHONPATH": path},
-        )
+        self.proc = start_helper("projections.writers.job_reading")
         self.writer = threading.Thread(target=self._give, args=(part,), daemon=True)
         self.writer.start()
 
@@ -174,7 +169,8 @@ class _Helper:
         return found if isinstance(found, ContinuousReading) else None
 
     def close(self) -> None:
-        """End the helper: at once if it has not answered (an error here), else it has."""
+        """End the helper: one that answered has ended; one still reading (this process met
+        an error first) ends when it writes to the closed pipe, or is killed after a second."""
         if self.proc.stdout is not None:
             self.proc.stdout.close()
         self.writer.join(timeout=1)

@@ -93,10 +93,26 @@ def test_parts_read_by_helpers_give_one_processs_numbers(
     helpers.count = count
     shown = _whole_reading(store, tmp_path, now)
     assert (helpers.started, helpers.answered) == (count, count)
+    # Two whole readings more: the update after a site event, and a past moment before it.
+    past = _later_past(store, tmp_path, now)
+    assert (helpers.started, helpers.answered) == (3 * count, 3 * count)
     helpers.count = 0
     assert shown == _whole_reading(twin, tmp_path, now)
-    assert helpers.started == count
+    assert past == _later_past(twin, tmp_path, now)
+    assert helpers.started == 3 * count
     assert shown["users"][("alice", "physics")][0] > 0  # the reading counted jobs
+
+
+def _later_past(store: Store, tmp_path: Path, now: float) -> str:
+    """More jobs, a site event and an update after `now`, then the tree as of just after
+    `now`: with a site event between, the moment reads every job recorded by then (up to its
+    log position), and none after."""
+    # Running at the moment, but recorded after it: it must not count.
+    later = write(tmp_path / store.kind / "later.jsonl", job(5000, end=now + 50, duration=100))
+    store.run("ingest", later, now=now + 100)
+    store.run("add-config", "later_note=y", now=now + 200)
+    store.run("update-fshare", now=now + 300)
+    return store.run("view-bank", "root", "-t", "--as-of", str(now + 1), now=now + 400).stdout
 
 
 @pytest.mark.parametrize(
