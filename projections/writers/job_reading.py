@@ -106,9 +106,9 @@ def _helper_count(store: StoreConfig) -> int:
 
 
 def _ranges(conn: Connection, helpers: int, upto: int | None) -> list[tuple[int, int]]:
-    """Position ranges (after, last] of about as many jobs each, one per process, covering
-    every job this connection sees up to position `upto` (all: None); [] when there are too
-    few for helpers to pay."""
+    """Position ranges (after, last], one per process, of equal spans of the log (a site's
+    jobs are spread along it by its ingests), covering every job this connection sees up to
+    position `upto` (all: None); [] when there are too few jobs for helpers to pay."""
     if helpers < 1:
         return []
     bound, bounds = ("", ()) if upto is None else (" WHERE position <= ?", (upto,))
