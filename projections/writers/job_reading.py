@@ -112,11 +112,19 @@ def _ranges(conn: Connection, helpers: int, upto: int | None) -> list[tuple[int,
     if helpers < 1:
         return []
     bound, bounds = ("", ()) if upto is None else (" WHERE position <= ?", (upto,))
-    ((count, lowest, highest),) = conn.rows(
-        f"SELECT COUNT(*), MIN(position), MAX(position) FROM jobs{bound}", bounds
+    # Counted up to the threshold only, and each end of the log looked up alone in the position
+    # index: a count of every job, or MIN and MAX in one SELECT, scans them all (0.16-0.21 s on
+    # SQLite at 1.2M jobs, ten times that at 12M).
+    ((enough,),) = conn.rows(
+        f"SELECT COUNT(*) FROM (SELECT 1 FROM jobs{bound} LIMIT ?) AS enough",
+        (*bounds, HELPER_MIN_ROWS),
     )
-    if count < HELPER_MIN_ROWS:
+    if enough < HELPER_MIN_ROWS:
         return []
+    ((lowest, highest),) = conn.rows(
+        f"SELECT (SELECT MIN(position) FROM jobs{bound}), (SELECT MAX(position) FROM jobs{bound})",
+        (*bounds, *bounds),
+    )
     parts = min(helpers + 1, int(highest) - int(lowest) + 1)
     start = int(lowest) - 1
     span = int(highest) - start

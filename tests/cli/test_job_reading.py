@@ -52,6 +52,9 @@ def helpers(monkeypatch: pytest.MonkeyPatch) -> Iterator[Helpers]:
     yield Helpers(monkeypatch)
 
 
+JOBS = 3 * 11 + 1  # the jobs _jobs records
+
+
 def _jobs(tmp_path: Path, now: float) -> list[str]:
     """Three inputs (so three log positions to split): alice's jobs in her default bank and in
     chemistry, bob's by userid alone, a job of nobody's (it counts nowhere), and one of
@@ -161,6 +164,22 @@ def test_no_helper_reads_while_the_transaction_holds_unseen_jobs(
     store.run("rebuild", now=None)
     assert helpers.started == 0
     assert _shown(store, now) == shown
+
+
+@pytest.mark.parametrize(("threshold", "started"), [(JOBS, 2), (JOBS + 1, 0)])
+def test_helpers_start_only_from_the_threshold(
+    store: Store,
+    tmp_path: Path,
+    helpers: Helpers,
+    monkeypatch: pytest.MonkeyPatch,
+    threshold: int,
+    started: int,
+) -> None:
+    (tmp_path / store.kind).mkdir()
+    monkeypatch.setattr(job_reading, "HELPER_MIN_ROWS", threshold)
+    helpers.count = 2
+    _whole_reading(store, tmp_path, T0 + 600)
+    assert helpers.started == started
 
 
 def test_a_transaction_knows_the_tables_it_inserted_into(tmp_path: Path) -> None:
