@@ -79,8 +79,10 @@ def count_jobs(
         ) as rows:
             add_jobs(state, reading, rows)
         return
-    empty = ContinuousReading(reading.at, reading.half_life, reading.boundary, reading.since)
-    parts = [Part(conn.config, where, args, after, last, state, empty) for after, last in ranges]
+    parts = [
+        Part(conn.config, where, args, after, last, state, _blank(reading))
+        for after, last in ranges
+    ]
     helpers = [_Helper(part) for part in parts[1:]]
     try:
         with _part_rows(conn, parts[0]) as rows:
@@ -88,13 +90,18 @@ def count_jobs(
         for helper, part in zip(helpers, parts[1:], strict=True):
             found = helper.answer()
             if found is None:  # the helper failed: its range is read here
-                found = ContinuousReading(empty.at, empty.half_life, empty.boundary, empty.since)
+                found = _blank(reading)
                 with _part_rows(conn, part) as rows:
                     add_jobs(state, found, rows)
             _add(reading, found)
     finally:
         for helper in helpers:
             helper.close()
+
+
+def _blank(reading: ContinuousReading) -> ContinuousReading:
+    """A reading at the same moment, from the same starts (since), with no job counted yet."""
+    return ContinuousReading(reading.at, reading.half_life, reading.boundary, reading.since)
 
 
 def _helper_count(store: StoreConfig) -> int:
