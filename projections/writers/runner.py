@@ -101,7 +101,6 @@ def create_tables(conn: Connection) -> None:
             *storage,
             *schema.INDEXES,
             *usage_tables.INDEXES,
-            *checkpoints.INDEXES,
             *usage_scope.INDEXES,
         ]
     )
