@@ -61,9 +61,12 @@ class Rebuilt:
 
 
 def rebuild(session: Session) -> Rebuilt:
-    """Drop every read model and fold the whole log into new ones."""
+    """Drop every read model and fold the whole log into new ones: once, even when opening
+    the ledger already did so because their layout had changed (an upgrade's first command)."""
     started = time.perf_counter()  # opening the ledger counts: it is part of the wait
-    runner.rebuild(session.ledger, session.conn)
+    ledger = session.ledger
+    if not session.rebuilt_on_open:
+        runner.rebuild(ledger, session.conn)
     position = session.ledger.recorder.max_notification_id()
     return Rebuilt(position, time.perf_counter() - started)
 

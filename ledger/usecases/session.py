@@ -99,6 +99,8 @@ class Session:
         self.warn = warn
         collect_less()
         self._ledger: Ledger | None = None
+        # Whether opening the ledger rebuilt its read models (their layout had changed).
+        self.rebuilt_on_open = False
         self._conn: Connection | None = None
         self._now: float | None = None
         self._requested_now: TimeSpec | None = None  # a wall-clock --now, until the zone is known
@@ -133,7 +135,7 @@ class Session:
             self._requested_now = None
             ledger.requested_now = self._now
         runner.attach(ledger)
-        runner.prepare(self.conn, ledger)
+        self.rebuilt_on_open = runner.prepare(self.conn, ledger)
         return ledger
 
     @property

@@ -396,25 +396,29 @@ def _poison_named() -> Iterator[None]:
         ) from None
 
 
-def prepare(conn: Connection, ledger: Ledger) -> None:
-    """Create the read models if missing, and rebuild them when their layout changed."""
+def prepare(conn: Connection, ledger: Ledger) -> bool:
+    """Create the read models if missing, and rebuild them when their layout changed: whether
+    it rebuilt them."""
     try:
         version = tracking.position(conn, READ_MODEL_KEY)
     except Exception:  # no tracking table yet (either store's "no such table" error)
         with log_tables.locked(conn):
             create_tables(conn)
         version = tracking.position(conn, READ_MODEL_KEY)
-    if version != schema.READ_MODEL_VERSION:
-        try:
-            rebuild(ledger, conn)
-        except Unprojectable:
-            # A log an earlier release poisoned cannot be refolded until the doctor sets its
-            # events aside, and the doctor must still open it: lay the new tables out empty
-            # (nothing folded, so a read or write still names the cure) for its append to fold.
-            with log_tables.locked(conn):
-                drop_tables(conn)
-                create_tables(conn)
-                _FOLDED.pop(ledger, None)
+    if version == schema.READ_MODEL_VERSION:
+        return False
+    try:
+        rebuild(ledger, conn)
+        return True
+    except Unprojectable:
+        # A log an earlier release poisoned cannot be refolded until the doctor sets its
+        # events aside, and the doctor must still open it: lay the new tables out empty
+        # (nothing folded, so a read or write still names the cure) for its append to fold.
+        with log_tables.locked(conn):
+            drop_tables(conn)
+            create_tables(conn)
+            _FOLDED.pop(ledger, None)
+        return False  # nothing folded: a rebuild asked for still names the cure
 
 
 def rebuild(ledger: Ledger, conn: Connection) -> None:

@@ -91,6 +91,14 @@ def test_a_wedged_ledger_says_to_run_the_doctor(old_ledger: Store) -> None:
     assert "run 'fairledger doctor'" in result.stderr
 
 
+def test_a_rebuild_of_a_wedged_ledger_says_to_run_the_doctor(old_ledger: Store) -> None:
+    # Opening it lays new tables out empty (its layout is old): the rebuild asked for must
+    # still fold the log and name the cure, not take that for a rebuild done.
+    result = old_ledger.run("rebuild", now=None, expect=1)
+    assert result.stderr.count("\n") == 1
+    assert "run 'fairledger doctor'" in result.stderr
+
+
 def test_neutralize_refuses_what_would_leave_the_ledger_wedged(old_ledger: Store) -> None:
     head = old_ledger.log_position()
     no_reason = old_ledger.run("doctor", "--neutralize", "9", "--neutralize", "10", expect=1)
