@@ -16,7 +16,7 @@ ranked it, so it has a new association's value. The rules are the domain's
 
 Stored as changes: a checkpoint writes rows only for the associations whose entry changed
 since the previous one (idle associations keep theirs), over a full checkpoint written whenever
-the changes since the last full one would outnumber the associations. So storage follows what
+the changes since the last full one would reach the number of associations. So storage follows what
 changes (about 60 bytes a row in SQLite), and reading any checkpoint reads at most about twice
 the site's associations.
 
@@ -307,14 +307,16 @@ def plan(
 
     Only what changed since the previous checkpoint is written (most associations of a site
     are idle between two updates), as rows over a full checkpoint; a new full one is written
-    when the changes since the last would outnumber it, so reading any checkpoint reads at
-    most about twice the site's associations."""
+    when the changes since the last would reach its size, so reading any checkpoint reads at
+    most about twice the site's associations. A walk that changed every entry (each under
+    Fair Tree, whose decay moves every usage) is thus a full one, read back alone by the next
+    update rather than over the one before it."""
     mark, previous = ((last.base, last.chain_rows), last.entries) if last else (None, {})
     walked = entries(state, position, usage, ranking, previous)
     changed = [(key, e) for key, e in walked.items() if not _same_row(e, previous.get(key))]
     gone = [key for key in previous if key not in walked]
     delta = len(changed) + len(gone)
-    if mark is None or mark[1] + delta > len(walked):
+    if mark is None or mark[1] + delta >= len(walked):
         rows, base, chain = list(walked.items()), position, 0
         gone = []
     else:
