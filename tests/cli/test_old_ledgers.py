@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from projections.writers import runner
 from tests.conftest import DATA, Store
 
 LEDGERS = DATA / "ledgers"
@@ -38,21 +37,3 @@ def test_an_old_ledger_opens_rebuilds_and_answers_the_same(ledger: str, tmp_path
     store.run("rebuild", now=None)
     assert answers(store) == expected(ledger)
     assert "tables equal a rebuild from the log" in store.run("verify", now=None).stdout
-
-
-def test_a_rebuild_as_the_first_command_after_an_upgrade_folds_the_log_once(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Opening an old ledger rebuilds its read models (their layout changed); the rebuild the
-    # admin asked for is that one, not a second fold of every event.
-    path = tmp_path / "ledger.db"
-    shutil.copyfile(LEDGERS / "every-event.db", path)
-    folds: list[None] = []
-    fold = runner.rebuild
-    monkeypatch.setattr(runner, "rebuild", lambda *args: folds.append(fold(*args)))
-    store = Store("sqlite", f"sqlite:///{path}")
-    assert store.run("rebuild", now=None).stdout.startswith("rebuilt read models")
-    assert len(folds) == 1
-    store.run("rebuild", now=None)  # a current ledger: the rebuild asked for
-    assert len(folds) == 2
-    assert answers(store) == expected("every-event")
