@@ -23,7 +23,7 @@ the site's associations.
 The table is kept in its primary key's order, (position, username, bank), and has no other
 index. An index by association put each checkpoint's rows all over it: a Fair Tree update's
 10,000 rows dirtied nearly every page of it, and the commit wrote them all (on the 1M-job
-bench ledger, 0.06-0.07 s of commit against 0.005 s without it, and 90 against 61 bytes a
+bench ledger, 0.06-0.1 s of commit against 0.005 s without it, and 90 against 61 bytes a
 row). One association's history reads instead by the key, a lookup per checkpoint.
 """
 
