@@ -8,6 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+# The most helper processes one command starts, whatever the CPUs (ingest's pass 1, a whole
+# continuous reading).
+MAX_HELPERS = 8
+
 
 def idle_cpus() -> int:
     """The CPUs this process may run on that other work is not using now: Linux's count of

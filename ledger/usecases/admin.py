@@ -67,7 +67,7 @@ def rebuild(session: Session) -> Rebuilt:
     ledger = session.ledger
     if not session.rebuilt_on_open:
         runner.rebuild(ledger, session.conn)
-    position = session.ledger.recorder.max_notification_id()
+    position = ledger.recorder.max_notification_id()
     return Rebuilt(position, time.perf_counter() - started)
 
 

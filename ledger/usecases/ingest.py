@@ -18,7 +18,7 @@ from typing import IO, TYPE_CHECKING, Any
 from ledger import bounds
 from ledger.clock import real_now
 from ledger.errors import Interrupted, InvalidValue, LedgerError, WriteFailed
-from ledger.machine import idle_cpus
+from ledger.machine import MAX_HELPERS, idle_cpus
 from ledger.site_usage import AssociationResolver
 from ledger.slurm.sacct_jobs import SacctLines, SacctRecords, skipped_shown
 from ledger.store.application import Conflict
@@ -34,9 +34,8 @@ if TYPE_CHECKING:
 
 CHUNK_LINES = 50_000  # lines validated at a time: bounds memory on million-job files
 # Pass 1 of an input longer than a chunk runs in helper processes, at most one per idle CPU and
-# MAX_HELPERS, each given HELPER_LINES lines at a time (pieces small enough to share the
-# chunks evenly among them); CHUNKS_AHEAD chunks read ahead bound the memory.
-MAX_HELPERS = 8
+# ledger.machine.MAX_HELPERS, each given HELPER_LINES lines at a time (pieces small enough to
+# share the chunks evenly among them); CHUNKS_AHEAD chunks read ahead bound the memory.
 HELPER_LINES = 5_000
 CHUNKS_AHEAD = 3
 # Jobs recorded per transaction: 25 events of 1,000 jobs. Each commit writes every index page

@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ledger.machine import idle_cpus, start_helper
+from ledger.machine import MAX_HELPERS, idle_cpus, start_helper
 from ledger.site_usage import ContinuousReading, add_jobs
 from ledger.state import SiteState
 from ledger.store.connections import Connection, StoreConfig
@@ -38,7 +38,6 @@ from ledger.store.connections import Connection, StoreConfig
 # Below this many rows a helper's start-up (an interpreter and its imports, ~0.2-0.4 s) costs
 # more than the part of the loop it takes over (~3-8 µs a row).
 HELPER_MIN_ROWS = 200_000
-MAX_HELPERS = 8
 HELPER_LOCK_WAIT = "2s"  # PostgreSQL: a lock a helper waits for longer is the command's
 
 JOB_COLUMNS = "userid, username, bank, billing, t_run, t_inactive"
