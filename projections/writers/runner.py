@@ -32,6 +32,7 @@ from projections.writers import (
     checkpoints,
     continuous_state,
     schema,
+    totals_snapshots,
     tracking,
     usage_scope,
     usage_tables,
@@ -50,6 +51,7 @@ def all_tables() -> dict[str, str]:
         **checkpoints.TABLES,
         **continuous_state.TABLES,
         **usage_scope.TABLES,
+        **totals_snapshots.TABLES,
     }
 
 
@@ -77,6 +79,7 @@ HOT_UPDATE_FILLFACTOR = 50
 KEY_ORDERED_TABLES = (
     "fairshare_checkpoints",
     "period_totals",
+    "period_totals_snapshots",
     "job_usage_bins",
     "continuous_sums",
 )
@@ -106,7 +109,10 @@ def create_tables(conn: Connection) -> None:
     )
     tracking.add_missing(
         conn,
-        {**dict.fromkeys(tracking.POSITIONS, 0), READ_MODEL_KEY: schema.READ_MODEL_VERSION},
+        {
+            **dict.fromkeys((*tracking.POSITIONS, tracking.JOBS_SINCE_TOTALS_SNAPSHOT), 0),
+            READ_MODEL_KEY: schema.READ_MODEL_VERSION,
+        },
     )
 
 
@@ -172,10 +178,32 @@ class _Folder:
         self.pending_usage: tuple[float, int] | None = None
         # The checkpoint this fold wrote last: a rebuild need not read each one back.
         self.last_checkpoint: checkpoints.Written | None = None
+        # The jobs folded since the last copy of the period totals (totals_snapshots), and the
+        # jobs due between two copies: read at this fold's first job batch, the count written
+        # back at its end.
+        self.jobs_since_totals: int | None = None
+        self.totals_spacing = 0
 
     def finish(self) -> None:
         self._write_pending_usage()
         self.flush()
+        if self.jobs_since_totals is not None:
+            tracking.move(self.conn, tracking.JOBS_SINCE_TOTALS_SNAPSHOT, self.jobs_since_totals)
+
+    def _count_jobs(self, jobs: int, position: int, at: float) -> None:
+        """Copy the period totals once the spacing's jobs were folded since the last copy
+        (totals_snapshots.spacing; only the periods model reads them)."""
+        if self.jobs_since_totals is None:
+            self.jobs_since_totals = tracking.position(
+                self.conn, tracking.JOBS_SINCE_TOTALS_SNAPSHOT
+            )
+            self.totals_spacing = totals_snapshots.spacing(self.conn)
+        self.jobs_since_totals += jobs
+        if self.jobs_since_totals >= self.totals_spacing:
+            if self.state.usage_model != CONTINUOUS:
+                totals_snapshots.take(self.conn, self.state, position, at)
+                self.totals_spacing = totals_snapshots.spacing(self.conn)
+            self.jobs_since_totals = 0
 
     def _write_pending_usage(self) -> None:
         if self.pending_usage is not None:
@@ -256,12 +284,16 @@ class _Folder:
         if isinstance(event, JobLog.JobsRecorded):
             records = self.neutralized.kept(position, event.records)
             usage_tables.insert_jobs(self.conn, self.state, records, position)
+            self._count_jobs(len(records), position, event.timestamp.timestamp())
             return
         if isinstance(event, JobLog.Opened):
             return
         self.touched.update(fold(self.state, event))
         if isinstance(event, ev.ConfigChanged) and event.key in REBIN_KEYS:
             usage_tables.rebin(self.conn, self.state)
+            totals_snapshots.drop_all(self.conn)
+            if self.jobs_since_totals is not None:  # the spacing followed the last copy
+                self.totals_spacing = totals_snapshots.spacing(self.conn)
         elif isinstance(event, iev.UsageBalanceImported):
             self.flush()
             at = event.timestamp.timestamp()

@@ -14,8 +14,10 @@ from ledger.flux_accounting.tables import (
     QUEUE_COLUMNS,
 )
 
-# 18: fairshare_checkpoints without its index by association (a key lookup per checkpoint
-# instead: projections.writers.checkpoints); 17: projection_tracking's ledger:usage_written
+# 19: period_totals_snapshots and their marks, copies of the totals every so many jobs for
+# as-of reads (projections.writers.totals_snapshots); 18: fairshare_checkpoints without its
+# index by association (a key lookup per checkpoint instead: projections.writers.checkpoints);
+# 17: projection_tracking's ledger:usage_written
 # (tracking.USAGE_WRITTEN), the last usage update written, so that an update-fshare after an
 # update-usage starts from it; 16: on
 # SQLite the tables of small rows keyed by their primary key are WITHOUT ROWID
@@ -27,7 +29,7 @@ from ledger.flux_accounting.tables import (
 # Slurm partition fields (priority_job_factor, ..., total_tres); 11: qos_table, an
 # association's qos and default_qos, a job's qos; 10 (on main): clear-usage's 0.5 indexed as a
 # stored fair-share; 9: a queue's billing_weights
-READ_MODEL_VERSION = 18
+READ_MODEL_VERSION = 19
 
 TABLES: dict[str, str] = {
     "projection_tracking": """

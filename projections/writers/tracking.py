@@ -22,6 +22,9 @@ SITE_VERSION = "ledger:site_version"
 # live ledger's did, but once the fold ends it names the log's last update either way, and a
 # rebuild gives the same row.
 USAGE_WRITTEN = "ledger:usage_written"
+# The jobs folded since the period totals were last copied (projections.writers.totals_snapshots):
+# a count of jobs, not a log position.
+JOBS_SINCE_TOTALS_SNAPSHOT = "ledger:jobs_since_totals_snapshot"
 # The layout they were built with (schema.READ_MODEL_VERSION).
 READ_MODEL_KEY = "__read_model_version__"
 # The bookmarks that count log positions, each 0 in a new ledger.

@@ -38,7 +38,7 @@ from ledger.site_usage import (
 from ledger.state import CONTINUOUS, WEIGHTED_WALK, Association, SiteState
 from ledger.store.connections import Connection
 from ledger.usage import UsageParams, period_of, period_start
-from projections.writers import continuous_state, tracking, usage_scope
+from projections.writers import continuous_state, totals_snapshots, tracking, usage_scope
 from projections.writers.tracking import USAGE_WRITTEN
 from projections.writers.usage_scope import USERS_PER_QUERY, Who, who_of
 
@@ -404,41 +404,85 @@ def _counted_totals(
     return _as_totals((*key, units) for key, units in grouped.items())
 
 
-def _few_recorded_after(conn: Connection, position: int | None) -> bool:
-    """Whether fewer jobs were recorded after `position` than up to it: judged by the job
-    batches in the log index (each up to 1,000 jobs), which is far smaller than the jobs table.
-    Only the choice of path depends on it; both give exactly the same totals."""
+def _job_batches_between(conn: Connection, low: int, high: int | None) -> int:
+    """The job batches recorded at positions in (low, high] (no bound: None), from the log
+    index (each batch up to 1,000 jobs), which is far smaller than the jobs table. Only the
+    choice of a base depends on it; every base gives exactly the same totals."""
+    bound = "" if high is None else " AND position <= ?"
+    params = (low,) if high is None else (low, high)
+    rows = conn.rows(
+        f"SELECT COUNT(*) FROM log_index WHERE kind = 'jobs' AND position > ?{bound}", params
+    )
+    return int(rows[0][0])
+
+
+def _totals_up_to(conn: Connection, first: int, last: int, position: int) -> list[PeriodTotal]:
+    """The totals of the jobs and opening balances recorded up to `position`, from the base
+    nearest to it: the last copy of the totals before it (totals_snapshots) plus the jobs
+    recorded since, or the first copy after it (else today's totals) less the jobs recorded
+    after it, or, early on, the jobs alone. In integer units, so each gives exactly what
+    summing the earlier jobs gives; the nearest reads the fewest jobs."""
+    before, after = totals_snapshots.nearest(conn, position, first)
+    low = before if before is not None else 0
+    from_below = _job_batches_between(conn, low, position)
+    from_above = _job_batches_between(conn, position, after)
+    if from_above < from_below:
+        base = _snapshot_units(conn, after, first, last)
+        _add_recorded(conn, base, first, last, position, after, -1)
+    elif before is None:
+        base = {}
+        _add_recorded(conn, base, first, last, 0, position, 1)
+    else:
+        base = _snapshot_units(conn, before, first, last)
+        _add_recorded(conn, base, first, last, before, position, 1)
+    return _as_totals((*key, total) for key, total in base.items() if total)
+
+
+_Identity = tuple[Any, Any, Any, Any]  # (userid, username, bank, period) as the totals hold it
+
+
+def _snapshot_units(
+    conn: Connection, position: int | None, first: int, last: int
+) -> dict[_Identity, int]:
+    """The units per identity and period of the copy at `position` (None: today's totals)."""
     if position is None:
-        return False
-    row = conn.query(
-        "SELECT COUNT(*) AS total, SUM(CASE WHEN position > ? THEN 1 ELSE 0 END) AS after "
-        "FROM log_index WHERE kind = 'jobs'",
-        (position,),
-    )[0]
-    return 2 * int(row["after"] or 0) < int(row["total"])
+        rows = conn.rows(
+            "SELECT userid, username, bank, period, charge_units FROM period_totals "
+            "WHERE period >= ? AND period <= ?",
+            (first, last),
+        )
+    else:
+        rows = conn.rows(
+            "SELECT userid, username, bank, period, charge_units FROM period_totals_snapshots "
+            "WHERE position = ? AND period >= ? AND period <= ?",
+            (position, first, last),
+        )
+    return {
+        (userid, username, bank, period): int(units)
+        for userid, username, bank, period, units in rows
+    }
 
 
-def _totals_by_subtraction(
-    conn: Connection, first: int, last: int, max_position: int | None
-) -> list[PeriodTotal]:
-    """The totals as of `max_position`: today's running totals less what was recorded after
-    it. For a recent moment that reads a few jobs instead of every job in the window; in
-    integer units, so the result is exactly what summing the earlier jobs gives."""
-    units: dict[tuple[Any, Any, Any, Any], int] = {}
-    for userid, username, bank, period, total in conn.rows(
-        "SELECT userid, username, bank, period, charge_units FROM period_totals "
-        "WHERE period >= ? AND period <= ?",
-        (first, last),
-    ):
-        units[(userid, username, bank, period)] = int(total)
+def _add_recorded(
+    conn: Connection,
+    units: dict[_Identity, int],
+    first: int,
+    last: int,
+    low: int,
+    high: int | None,
+    sign: int,
+) -> None:
+    """Add to `units` (`sign` -1: take away) the jobs and opening balances recorded at
+    positions in (low, high] (no bound: None)."""
+    bound = "" if high is None else " AND position <= ?"
+    params = (first, last, low) if high is None else (first, last, low, high)
     for table in ("jobs", _BALANCE_AS_JOBS):
         sql = _GROUPED_JOBS.replace("FROM jobs", f"FROM {table}").format(
-            filters=" AND position > ?"
+            filters=f" AND position > ?{bound}"
         )
-        for userid, username, bank, period, later in conn.rows(sql, (first, last, max_position)):
+        for userid, username, bank, period, recorded in conn.rows(sql, params):
             key = (userid, username, bank, period)
-            units[key] = units.get(key, 0) - int(later)
-    return _as_totals((*key, total) for key, total in units.items() if total)
+            units[key] = units.get(key, 0) + sign * int(recorded)
 
 
 def usage_at(
@@ -462,8 +506,8 @@ def usage_at(
                 (first, last),
             )
         )
-    elif periods_current and _few_recorded_after(conn, max_position):
-        totals = _totals_by_subtraction(conn, first, last, max_position)
+    elif periods_current and max_position is not None:
+        totals = _totals_up_to(conn, first, last, max_position)
     else:
         totals = _job_totals(conn, state, first, last, max_position, None, periods_current)
     cleared = _cleared_totals(
