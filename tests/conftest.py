@@ -165,6 +165,18 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
         _drop_schema(schema)
 
 
+@pytest.fixture
+def server() -> str:
+    """The PostgreSQL server and database (no schema), for tests of the sessions themselves:
+    skipped without one, failed in CI."""
+    problem = _pg_reachable()
+    if problem is not None:
+        if REQUIRE_PG:
+            pytest.fail(f"PostgreSQL required but unreachable at {PG_BASE}: {problem}")
+        pytest.skip(f"PostgreSQL unreachable at {PG_BASE}: {problem}")
+    return PG_BASE
+
+
 def _drop_schema(schema: str) -> None:
     drop_schema(PG_BASE, schema)
 

@@ -4,19 +4,6 @@ left its settings, locks or temporary tables behind hands none of them to the ne
 from __future__ import annotations
 
 import psycopg
-import pytest
-
-from tests.conftest import PG_BASE, REQUIRE_PG, _pg_reachable
-
-
-@pytest.fixture
-def server() -> str:
-    problem = _pg_reachable()
-    if problem is not None:
-        if REQUIRE_PG:
-            pytest.fail(f"PostgreSQL required but unreachable at {PG_BASE}: {problem}")
-        pytest.skip(f"PostgreSQL unreachable at {PG_BASE}: {problem}")
-    return PG_BASE
 
 
 def _state(conn: psycopg.Connection) -> tuple[object, ...]:

@@ -7,19 +7,8 @@ import psycopg
 import pytest
 
 from ledger.store.connections import RAISE_WORK_MEM, Connection, parse_store_url
-from tests.conftest import PG_BASE, REQUIRE_PG, _pg_reachable
 
 MIB = 2**20
-
-
-@pytest.fixture
-def server() -> str:
-    problem = _pg_reachable()
-    if problem is not None:
-        if REQUIRE_PG:
-            pytest.fail(f"PostgreSQL required but unreachable at {PG_BASE}: {problem}")
-        pytest.skip(f"PostgreSQL unreachable at {PG_BASE}: {problem}")
-    return PG_BASE
 
 
 def _work_mem(conn: psycopg.Connection) -> int:
