@@ -5,9 +5,10 @@ An as-of read (projections.queries.as_of) needs every identity's totals per peri
 jobs recorded up to its log position P. Before these copies it had two ways: group every job up
 to P, or take today's totals and subtract the jobs recorded after P. A moment in the middle of
 the history read half the jobs either way (on the 1M-job bench ledger, 500,000 jobs grouped:
-1.0-1.3 s of a 1.5-2.5 s read). With a copy of the totals as they stood at every
-SNAPSHOT_EVERY_JOBS jobs, the nearest copy before or after P (or today's totals, or nothing)
-leaves at most half that spacing to group.
+1.0-1.3 s of a 1.5-2.5 s read). With a copy of the totals as they stood every
+SNAPSHOT_EVERY_JOBS jobs or so (spacing), the nearest copy before or after P (or today's
+totals, or nothing) leaves at most half that spacing to group. Copies are taken only under
+the periods model, the only one that reads them.
 
 A copy holds only the periods that counted when it was taken (ledger.site_usage.window) and
 later ones; a moment whose window starts before that does not use it. Everything is in whole
@@ -22,7 +23,7 @@ from ledger.state import SiteState
 from ledger.store.connections import Connection
 
 # The fewest jobs between two copies. A copy holds a row per identity and period in the window
-# (106,487 rows for the last copy on the 1M-job, 10,000-association bench ledger): one every
+# (37,392 to 106,685 rows a copy on the 1M-job, 10,000-association bench ledger): one every
 # 250,000 jobs, or every as many jobs as the last copy's rows when those are more (spacing),
 # keeps all the copies' rows under the jobs' own count, and leaves at most half the spacing
 # to group.
