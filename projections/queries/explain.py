@@ -12,6 +12,7 @@ gave them (SlurmRecord: Slurm's Priority, Eligible, Timelimit kept in the record
 
 from __future__ import annotations
 
+import heapq
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -268,7 +269,7 @@ def usage_behind(conn: Connection, snapshot: Snapshot, key: AssocKey, top: int) 
         )
         for age, total in enumerate(usage.bins)
     ]
-    jobs = contributions(conn, snapshot, key, first, current)
+    jobs, counted = contributions(conn, snapshot, key, first, current, top)
     return UsageBehind(
         at=snapshot.marker.event_time,
         position=snapshot.marker.position,
@@ -276,24 +277,51 @@ def usage_behind(conn: Connection, snapshot: Snapshot, key: AssocKey, top: int) 
         decay_factor=params.decay_factor,
         half_life=params.half_life,
         bins=bins,
-        top_jobs=jobs[:top],
-        contributing_jobs=len(jobs),
+        top_jobs=jobs,
+        contributing_jobs=counted,
     )
 
 
 def contributions(
-    conn: Connection, snapshot: Snapshot, key: AssocKey, first: int, current: int
-) -> list[Contribution]:
-    """Every job counted in the association's usage at the snapshot, heaviest first.
+    conn: Connection, snapshot: Snapshot, key: AssocKey, first: int, current: int, top: int
+) -> tuple[list[Contribution], int]:
+    """The `top` heaviest jobs counted in the association's usage at the snapshot (heaviest
+    first), and how many were counted.
 
     The same jobs usage_at summed: recorded by the snapshot's position, ending in a period of
     the window, resolved to this association with the state of then, and not cleared
-    (clear-usage drops the jobs that ended at or before the association's cutoff)."""
+    (clear-usage drops the jobs that ended at or before the association's cutoff). Streamed,
+    keeping only the heaviest: a busy user's window holds hundreds of thousands of jobs (on
+    the 4M-job bench ledger, a list of them all took explain-job to 731 MB)."""
     state = snapshot.state
     params = usage_params(state)
     assoc = state.association(*key)
     assert assoc is not None
-    rows = conn.query(
+    resolver = AssociationResolver(state)
+    cutoff = state.usage_cutoff(assoc)
+    counted = 0
+
+    def counted_jobs(rows: Iterator[tuple[Any, ...]]) -> Iterator[Contribution]:
+        nonlocal counted
+        for cluster, id_, userid, username, bank, t_inactive, charge in rows:
+            period = period_of(float(t_inactive), params)
+            if not first <= period <= current or float(t_inactive) <= cutoff:
+                continue
+            if resolver.resolve(userid, username, bank) != key:
+                continue
+            counted += 1
+            decay = params.decay_factor ** (current - period)
+            yield Contribution(
+                cluster,
+                int(id_),
+                period,
+                float(t_inactive),
+                float(charge),
+                decay,
+                float(charge) * decay,
+            )
+
+    with conn.stream_rows(
         "SELECT cluster, id, userid, username, bank, t_inactive, charge FROM jobs "
         "WHERE position <= ? AND t_inactive >= ? AND t_inactive < ? AND in_balance = 0 "
         "AND (username = ? OR (username IS NULL AND userid = ?))",  # balance-held jobs: 0
@@ -304,25 +332,12 @@ def contributions(
             key[0],
             assoc.userid,
         ),
-    )
-    resolver = AssociationResolver(state)
-    out = []
-    for r in rows:
-        t_inactive = float(r["t_inactive"])
-        period = period_of(t_inactive, params)
-        if not first <= period <= current or t_inactive <= state.usage_cutoff(assoc):
-            continue
-        if resolver.resolve(r["userid"], r["username"], r["bank"]) != key:
-            continue
-        decay = params.decay_factor ** (current - period)
-        charge = float(r["charge"])
-        out.append(
-            Contribution(
-                r["cluster"], int(r["id"]), period, t_inactive, charge, decay, charge * decay
-            )
-        )
-    out.sort(key=lambda c: (-c.weight, c.cluster, c.id))
-    return out
+    ) as rows:
+        jobs = counted_jobs(rows)
+        heaviest = heapq.nsmallest(top, jobs, key=lambda c: (-c.weight, c.cluster, c.id))
+        for _rest in jobs:  # counted too when `top` asks for none (nsmallest reads nothing)
+            pass
+    return heaviest, counted
 
 
 # --- Slurm's recorded priority (the priority audit, ledger.usecases.priority_audit) -------------
