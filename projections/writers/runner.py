@@ -178,11 +178,9 @@ class _Folder:
         self.pending_usage: tuple[float, int] | None = None
         # The checkpoint this fold wrote last: a rebuild need not read each one back.
         self.last_checkpoint: checkpoints.Written | None = None
-        # The jobs folded since the last copy of the period totals (totals_snapshots), and the
-        # jobs due between two copies: read at this fold's first job batch, the count written
-        # back at its end.
+        # The jobs folded since the last copy of the period totals (totals_snapshots): read at
+        # this fold's first job batch, written back at its end.
         self.jobs_since_totals: int | None = None
-        self.totals_spacing = 0
 
     def finish(self) -> None:
         self._write_pending_usage()
@@ -197,12 +195,14 @@ class _Folder:
             self.jobs_since_totals = tracking.position(
                 self.conn, tracking.JOBS_SINCE_TOTALS_SNAPSHOT
             )
-            self.totals_spacing = totals_snapshots.spacing(self.conn)
         self.jobs_since_totals += jobs
-        if self.jobs_since_totals >= self.totals_spacing:
+        # The spacing is never under SNAPSHOT_EVERY_JOBS: asked for only from there on.
+        if (
+            self.jobs_since_totals >= totals_snapshots.SNAPSHOT_EVERY_JOBS
+            and self.jobs_since_totals >= totals_snapshots.spacing(self.conn)
+        ):
             if self.state.usage_model != CONTINUOUS:
                 totals_snapshots.take(self.conn, self.state, position, at)
-                self.totals_spacing = totals_snapshots.spacing(self.conn)
             self.jobs_since_totals = 0
 
     def _write_pending_usage(self) -> None:
@@ -292,8 +292,6 @@ class _Folder:
         if isinstance(event, ev.ConfigChanged) and event.key in REBIN_KEYS:
             usage_tables.rebin(self.conn, self.state)
             totals_snapshots.drop_all(self.conn)
-            if self.jobs_since_totals is not None:  # the spacing followed the last copy
-                self.totals_spacing = totals_snapshots.spacing(self.conn)
         elif isinstance(event, iev.UsageBalanceImported):
             self.flush()
             at = event.timestamp.timestamp()

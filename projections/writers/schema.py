@@ -17,10 +17,9 @@ from ledger.flux_accounting.tables import (
 # 19: period_totals_snapshots and their marks, copies of the totals every so many jobs for
 # as-of reads (projections.writers.totals_snapshots); 18: fairshare_checkpoints without its
 # index by association (a key lookup per checkpoint instead: projections.writers.checkpoints);
-# 17: projection_tracking's ledger:usage_written
-# (tracking.USAGE_WRITTEN), the last usage update written, so that an update-fshare after an
-# update-usage starts from it; 16: on
-# SQLite the tables of small rows keyed by their primary key are WITHOUT ROWID
+# 17: projection_tracking's ledger:usage_written (tracking.USAGE_WRITTEN), the last usage
+# update written, so that an update-fshare after an update-usage starts from it; 16: on SQLite
+# the tables of small rows keyed by their primary key are WITHOUT ROWID
 # (projections.writers.runner.KEY_ORDERED_TABLES); 15: on PostgreSQL the tables every update
 # rewrites keep half of each page free (projections.writers.runner.HOT_UPDATED_TABLES); 14:
 # log_index kinds "policy" and "users" for a change that moves no usage or only some users'
