@@ -344,6 +344,9 @@ _BALANCE_AS_JOBS = (
 )
 
 
+_Identity = tuple[Any, Any, Any, Any]  # (userid, username, bank, period) as the totals hold it
+
+
 def _job_totals(
     conn: Connection,
     state: SiteState,
@@ -355,15 +358,19 @@ def _job_totals(
     who: Who | None = None,
 ) -> list[PeriodTotal]:
     """Per-period totals straight from the jobs and opening balances (for as-of and
-    clear-usage cutoffs)."""
+    clear-usage cutoffs). Jobs recorded without a userid share their identity with an opening
+    balance's entries (userid -1, username, bank), so both are added in whole units into one
+    total per identity and period, as period_totals holds them: two totals added as floats
+    could differ from it in the last bit."""
     args = (state, first, last, max_position, ended_by, periods_current, who)
-    return [
-        *_counted_totals(conn, "jobs", *args),
-        *_counted_totals(conn, _BALANCE_AS_JOBS, *args),
-    ]
+    units: dict[_Identity, int] = defaultdict(int)
+    for table in ("jobs", _BALANCE_AS_JOBS):
+        for userid, username, bank, period, recorded in _counted_units(conn, table, *args):
+            units[(userid, username, bank, period)] += int(recorded)
+    return _as_totals((*key, total) for key, total in units.items())
 
 
-def _counted_totals(
+def _counted_units(
     conn: Connection,
     table: str,
     state: SiteState,
@@ -373,7 +380,9 @@ def _counted_totals(
     ended_by: float | None,
     periods_current: bool,
     who: Who | None = None,
-) -> list[PeriodTotal]:
+) -> Iterable[Sequence[Any]]:
+    """(userid, username, bank, period, charge_units) of `table`'s rows in the window, a row
+    per identity and period."""
     filters = ""
     params: list[Any] = []
     if who is not None:
@@ -388,7 +397,7 @@ def _counted_totals(
         params.append(ended_by)
     if periods_current:
         sql = _GROUPED_JOBS.replace("FROM jobs", f"FROM {table}").format(filters=filters)
-        return _as_totals(conn.rows(sql, [first, last, *params]))
+        return conn.rows(sql, [first, last, *params])
     # The half-life in force then differs from today's, so jobs.period (cut with today's) does
     # not apply: cut the periods again from t_inactive.
     usage = usage_params(state)
@@ -398,10 +407,10 @@ def _counted_totals(
         f"WHERE t_inactive >= ? AND t_inactive < ?{filters}",
         [period_start(first, usage), period_start(last + 1, usage), *params],
     )
-    grouped: dict[tuple[int, str, str, int], int] = defaultdict(int)
+    grouped: dict[_Identity, int] = defaultdict(int)
     for userid, username, bank, t_inactive, units in rows:
         grouped[(userid, username, bank, period_of(t_inactive, usage))] += int(units)
-    return _as_totals((*key, units) for key, units in grouped.items())
+    return [(*key, units) for key, units in grouped.items()]
 
 
 def _job_batches_between(conn: Connection, low: int, high: int | None) -> int:
@@ -436,9 +445,6 @@ def _totals_up_to(conn: Connection, first: int, last: int, position: int) -> lis
         base = _snapshot_units(conn, before, first, last)
         _add_recorded(conn, base, first, last, before, position, 1)
     return _as_totals((*key, total) for key, total in base.items() if total)
-
-
-_Identity = tuple[Any, Any, Any, Any]  # (userid, username, bank, period) as the totals hold it
 
 
 def _snapshot_units(
@@ -581,7 +587,7 @@ def association_usage_at(
     assoc = state.association(*key)
     mine = [assoc] if assoc is not None else []
     cleared = _cleared_totals(conn, state, mine, first, last, max_position, periods_current, who)
-    return association_usage(state, totals, at, cleared)[key]
+    return association_usage(state, totals, at, cleared, only={key})[key]
 
 
 def mark_usage_written(conn: Connection, position: int) -> None:

@@ -403,6 +403,56 @@ def test_the_opening_balance_and_the_jobs_it_holds(store: Store, tmp_path: Path)
     assert after == before
 
 
+def test_a_balance_and_jobs_without_userid_add_up_as_one_identity(
+    store: Store, tmp_path: Path
+) -> None:
+    """Jobs recorded by username alone count under the same identity (no userid, username,
+    bank) as an opening balance's entry, so a period's charge is one exact sum: 123.45678 +
+    4.75 = 128.20678, where adding the two as floats gives 128.20677999999998. explain-job's
+    one-association usage must be the one the site's tables hold."""
+    path = tmp_path / "balance.db"
+    shutil.copyfile(FLUX_DBS / "FluxAccountingv0-60-0.db", path)
+    with sqlite3.connect(path) as conn:
+        conn.execute(
+            "INSERT INTO association_table (creation_time, mod_time, username, userid, bank, "
+            "default_bank, shares, job_usage, fairshare) VALUES (5, 6, 'alice', 5001, 'A', 'A', "
+            "10, 123.45678, 0.5)"
+        )
+        conn.executemany(
+            "INSERT INTO job_usage_per_association_table VALUES ('alice', 5001, 'A', ?, ?)",
+            [(0, 123.45678), (1, 0.0), (2, 0.0), (3, 0.0)],
+        )
+        conn.execute(
+            "INSERT INTO job_usage_factor_table VALUES ('alice', 5001, 'A', ?)", (T0 - 1000,)
+        )
+        conn.execute("UPDATE t_half_life_period_table SET end_half_life_period = ?", (T0 + 1000,))
+    store.run("create-db", now=T0 - 3600)
+    store.run("import-flux-accounting", str(path), now=T0)
+
+    def job(job_id: int, start: float, seconds: float) -> str:
+        return json.dumps(
+            {
+                "id": job_id,
+                "username": "alice",
+                "bank": "A",
+                "t_submit": start,
+                "t_run": start,
+                "t_inactive": start + seconds,
+                "nnodes": 1,
+                "ncores": 1,
+            }
+        )
+
+    store.run("ingest", "-", input=job(900, T0 + 10, 4.75) + "\n", now=T0 + 30)
+    store.run("update-fshare", now=T0 + 60)
+    (alice,) = json.loads(store.run("view-user", "alice", now=T0 + 90).stdout)
+    assert alice["job_usage"] == 128.20678
+    # A job submitted after that update is explained with the usage the update saw.
+    store.run("ingest", "-", input=job(901, T0 + 70, 5) + "\n", now=T0 + 90)
+    explained = json.loads(store.run("explain-job", "901", "--json", now=T0 + 90).stdout)
+    assert explained["usage"]["job_usage"] == 128.20678
+
+
 def test_a_stale_source_decays_as_it_would_have(store: Store, tmp_path: Path) -> None:
     """The source's last update-usage was two half-lives before the import: its bins have
     missed two decays, which the balance applies."""
