@@ -43,6 +43,7 @@ from projections.queries.as_of import (
     moment_at,
     site_state_at,
 )
+from projections.queries.jobs import by_id
 
 TOP_JOBS = 5
 
@@ -125,15 +126,15 @@ class Explanation:
 
 def find_job(conn: Connection, job_id: int, cluster: str | None, shown: str) -> RecordedJob:
     """The recorded job with this id (on `cluster`, or on the only cluster that has it)."""
-    sql = (
-        "SELECT cluster, id, userid, username, bank, queue, t_submit, t_inactive, urgency, "
-        "charge FROM jobs WHERE id = ?"
-    )
-    params: list[Any] = [str(job_id)]
     if cluster is not None:
-        sql += " AND cluster = ?"
-        params.append(cluster)
-    rows = conn.query(sql + " ORDER BY cluster", params)
+        where, params = "cluster = ? AND id = ?", [cluster, str(job_id)]
+    else:
+        where, params = by_id(conn, str(job_id))
+    rows = conn.query(
+        "SELECT cluster, id, userid, username, bank, queue, t_submit, t_inactive, urgency, "
+        f"charge FROM jobs WHERE {where} ORDER BY cluster",
+        params,
+    )
     where = f" on cluster {cluster}" if cluster is not None else ""
     if not rows:
         raise NotFound(f"job {shown} not found{where}")

@@ -445,6 +445,36 @@ def test_ingest_flux_format_refuses_other_files(ledger_store: Store, tmp_path: P
 # --- view-job-records ---------------------------------------------------------------------------
 
 
+def test_a_job_id_is_found_on_every_cluster_that_has_it(
+    ledger_store: Store, tmp_path: Path
+) -> None:
+    """-j looks the id up on each cluster (a key lookup each, not a scan of every job)."""
+    site(ledger_store)
+    ledger_store.run(
+        "ingest",
+        write(
+            tmp_path / "clusters.jsonl",
+            job(7, end=T0 - 300, cluster="alpha"),
+            job(7, end=T0 - 200, cluster="gamma"),
+            job(8, end=T0 - 100, cluster="beta"),
+            job(7, end=T0 - 50, cluster="zeta"),
+        ),
+    )
+
+    def clusters(job_id: str) -> list[str]:
+        shown = ledger_store.run("view-job-records", "-j", job_id, "--fields", "cluster", "--json")
+        return [r["cluster"] for r in json.loads(shown.stdout)]
+
+    assert clusters("7") == ["alpha", "gamma", "zeta"]
+    assert clusters("8") == ["beta"]
+    assert clusters("9") == []
+
+
+def test_view_job_records_on_an_empty_ledger(ledger_store: Store) -> None:
+    site(ledger_store)
+    assert ledger_store.run("view-job-records", "-j", "7", "--json").stdout.strip() == "[]"
+
+
 def test_view_job_records_filters(ledger_store: Store, tmp_path: Path) -> None:
     site(ledger_store)
     path = write(
