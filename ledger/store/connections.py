@@ -227,7 +227,13 @@ class Connection:
     def _sql(self, sql: str) -> str:
         return sql.replace("?", "%s") if self.config.is_postgres else sql
 
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
+    def execute(self, sql: str, params: Sequence[Any] = (), replan: bool = False) -> Any:
+        """`replan`: PostgreSQL plans the statement anew each time, with the table's size at
+        that moment, instead of keeping a plan psycopg's prepared statement made earlier: a
+        plan made while a table was empty (or had no statistics yet) stays in use after it has
+        grown, and a lookup planned as a scan of a few rows then scans millions."""
+        if replan and self.config.is_postgres:
+            return self.raw.execute(self._sql(sql), tuple(params), prepare=False)
         return self.raw.execute(self._sql(sql), tuple(params))
 
     def run_statements(self, statements: Sequence[str]) -> None:
@@ -378,8 +384,10 @@ class Connection:
         with self.raw.pipeline():
             yield
 
-    def query(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
-        cur = self.execute(sql, params)
+    def query(
+        self, sql: str, params: Sequence[Any] = (), replan: bool = False
+    ) -> list[dict[str, Any]]:
+        cur = self.execute(sql, params, replan)
         rows = cur.fetchall()  # first: in an overlap block the description comes with the rows
         names = [d[0] for d in cur.description]
         return [dict(zip(names, row, strict=True)) for row in rows]

@@ -216,6 +216,14 @@ def extend_chain(conn: Connection) -> tuple[int, str]:
     return head, previous
 
 
+# Parameters: the ids (an array), the cluster.
+KEY_LOOKUP_POSTGRES = (
+    "SELECT k.id, k.digest, k.position FROM unnest(CAST(? AS TEXT[])) AS w(id) "
+    f"CROSS JOIN LATERAL (SELECT id, digest, position FROM {JOB_KEYS} "
+    "WHERE cluster = ? AND id = w.id LIMIT 1) AS k"
+)
+
+
 def known_keys(
     conn: Connection, keys: Sequence[tuple[str, str]]
 ) -> dict[tuple[str, str], tuple[str, int]]:
@@ -233,13 +241,10 @@ def known_keys(
                 # no row of it), as a scan of every key of that cluster with the ids as a
                 # filter: a first load of a cluster then grew with the square of its jobs
                 # (0.2 s a lookup at a million keys; 1.25M sacct jobs into the 10M-job bench
-                # ledger ran at 3,563 jobs/s). LIMIT 1 keeps the subquery a lookup per row.
-                rows = conn.query(
-                    "SELECT k.id, k.digest, k.position FROM unnest(CAST(? AS TEXT[])) AS w(id) "
-                    f"CROSS JOIN LATERAL (SELECT id, digest, position FROM {JOB_KEYS} "
-                    "WHERE cluster = ? AND id = w.id LIMIT 1) AS k",
-                    (chunk, cluster),
-                )
+                # ledger ran at 3,563 jobs/s). LIMIT 1 keeps the subquery a lookup per row,
+                # and planning it each time keeps a plan made while the table was empty (a
+                # scan of it per id) from outliving its first rows.
+                rows = conn.query(KEY_LOOKUP_POSTGRES, (chunk, cluster), replan=True)
             else:
                 marks = ", ".join("?" * len(chunk))
                 rows = conn.query(
