@@ -901,10 +901,16 @@ def _write_bins(
 
 
 def jobs_recorded_between(conn: Connection, since: int, position: int) -> bool:
-    """Whether any job was recorded after log position `since` and before `position`."""
+    """Whether any job was recorded after log position `since` and before `position`.
+    Ordered by position, so that the answer is the first entry of the position index in the
+    range: unordered, PostgreSQL planned a range holding many jobs as a scan of the table in
+    its physical order, which reaches the newest jobs last (1.6 s in a cron cycle after 1.25M
+    jobs on the 10M-job scale ledger; 0.26 s against 0.5 ms for 1.9M jobs at the end)."""
     return bool(
         conn.rows(
-            "SELECT 1 FROM jobs WHERE position > ? AND position < ? LIMIT 1", (since, position)
+            "SELECT position FROM jobs WHERE position > ? AND position < ? "
+            "ORDER BY position LIMIT 1",
+            (since, position),
         )
     )
 
