@@ -51,6 +51,11 @@ UNEXPLAINED = (
 SITE_FACTORS = ("FAIRSHARE", "JOBSIZE", "PARTITION", "QOS", "ASSOC")
 
 
+class NotSlurmThen(InvalidValue):
+    """The job's moment came before the site ranked as Slurm does (it changed its
+    fairshare_algorithm since): Slurm's formula did not price it then."""
+
+
 @dataclass(frozen=True)
 class Difference:
     """Recorded − ours at start, and what explains it: `factor` (AGE, FAIRSHARE, ...) or None
@@ -149,7 +154,7 @@ class SiteThen:
         state, inputs, resolver = self.state(moment)
         when = iso(moment.asked)
         if not state.slurm_site:
-            raise InvalidValue(f"the site ranked by weighted-walk at {when}, not as Slurm does")
+            raise NotSlurmThen(f"the site ranked by weighted-walk at {when}, not as Slurm does")
         key = resolver.resolve_cached(job.userid, job.username, job.bank)
         who = job.username or f"userid {job.userid}"
         if key is None:

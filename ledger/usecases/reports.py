@@ -7,7 +7,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ledger.errors import NotFound
-from ledger.usecases.priority_audit import NOT_SLURM, JobAudit, audit_recorded_job, is_slurm_site
+from ledger.usecases.priority_audit import (
+    NOT_SLURM,
+    JobAudit,
+    NotSlurmThen,
+    audit_recorded_job,
+    is_slurm_site,
+)
 from ledger.usecases.session import Session
 from projections.queries.as_of import Snapshots
 from projections.queries.explain import Explanation, explain_job, slurm_record
@@ -28,7 +34,11 @@ def explain_slurm(session: Session, explanation: Explanation) -> JobAudit | str 
     Priority, the one line why it is not compared; None for any other job."""
     job = explanation.job
     if is_slurm_site(session):
-        return audit_recorded_job(session, job.cluster, job.id)
+        try:
+            return audit_recorded_job(session, job.cluster, job.id)
+        except NotSlurmThen as err:
+            # A job of the site's weighted-walk days: explained as it was ranked then.
+            return f"not compared with Slurm's formula: {err}"
     recorded = slurm_record(session.read(), job.cluster, job.id).recorded
     if recorded is None:
         return None

@@ -210,6 +210,17 @@ def test_refused_on_a_weighted_walk_site(store: Store) -> None:
     )
     data = json.loads(store.run("explain-job", "101", "--json", now=NOW).stdout)
     assert "weighted-walk" in data["slurm"]["refused"]
+    # The site turns to Slurm's ranking later: a job of its weighted-walk days is still
+    # explained as it was ranked then, with the reason Slurm's formula is not applied.
+    store.run("edit-config", "fairshare_algorithm=fair-tree", now=NOW + 100)
+    later = store.run("explain-job", "101", now=NOW + 200).stdout
+    assert later.startswith(explained.rstrip().rsplit("\n", 1)[0])
+    assert later.rstrip().splitlines()[-1] == (
+        "not compared with Slurm's formula: the site ranked by weighted-walk at "
+        "2023-11-14T22:30:00+00:00, not as Slurm does"
+    )
+    data = json.loads(store.run("explain-job", "101", "--json", now=NOW + 200).stdout)
+    assert data["slurm"] == {"refused": later.rstrip().splitlines()[-1]}
 
 
 @pytest.mark.parametrize("batch", [ledger.spill.BATCH, 1])
