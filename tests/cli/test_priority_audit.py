@@ -221,6 +221,11 @@ def test_refused_on_a_weighted_walk_site(store: Store) -> None:
     )
     data = json.loads(store.run("explain-job", "101", "--json", now=NOW + 200).stdout)
     assert data["slurm"] == {"refused": later.rstrip().splitlines()[-1]}
+    audited = store.run("report", "priority-audit", now=NOW + 200)
+    assert (
+        "job 101 (cluster cluster) not priced: the site ranked by weighted-walk at "
+        "2023-11-14T22:30:00+00:00, not as Slurm does"
+    ) in audited.stderr
 
 
 @pytest.mark.parametrize("batch", [ledger.spill.BATCH, 1])
