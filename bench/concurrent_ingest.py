@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass
 
 from bench.generate import EPOCH, WEEK, SiteSpec, build_site, site_spec, write_jobs
+from bench.source import measure_this_tree
 from ledger.store.application import Ledger
 from ledger.store.connections import Connection, parse_store_url
 from projections.writers import runner
@@ -161,6 +162,7 @@ def measure(pg_url: str, spec: SiteSpec, jobs: int, ingesters: int = 4) -> tuple
 
 
 def main(argv: list[str] | None = None) -> int:
+    measure_this_tree()
     parser = argparse.ArgumentParser(prog="python -m bench.concurrent_ingest", description=__doc__)
     parser.add_argument("--jobs", type=int, default=CONCURRENT_JOBS)
     parser.add_argument("--associations", type=int, default=10_000)

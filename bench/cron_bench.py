@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from bench.generate import SiteSpec, write_jobs
+from bench.source import measure_this_tree
 from ledger.usecases.cron import cron
 from ledger.usecases.session import Session
 
@@ -200,6 +201,7 @@ def measure(
 def main(argv: list[str] | None = None) -> int:
     """The rows on an existing ledger (one bench.run keeps with --keep, or any built with
     bench.generate's site): prints each row."""
+    measure_this_tree()
     from bench.generate import site_spec
     from bench.run import Cli
 

@@ -59,6 +59,7 @@ from bench.generate import (
     write_jobs,
     write_sacct_jobs,
 )
+from bench.source import measure_this_tree
 from ledger.store.application import Ledger
 from ledger.store.connections import Connection, parse_store_url
 from projections.writers import runner
@@ -870,6 +871,7 @@ def _load() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    measure_this_tree()
     args = parse_args(argv)
     command = "python -m bench.run " + " ".join(sys.argv[1:] if argv is None else argv)
     profile_dir = args.profile.resolve() if args.profile else None

@@ -21,6 +21,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from bench.source import measure_this_tree
+
 STARTUP_TARGET = 0.15  # seconds, issue 15
 RUNS = 10
 # (key, what is run, the command line after `fairledger --db URL`)
@@ -86,6 +88,7 @@ def rows() -> list[tuple[str, str, str]]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    measure_this_tree()
     parser = argparse.ArgumentParser(prog="python -m bench.startup", description=__doc__)
     parser.add_argument("--runs", type=int, default=RUNS, help=f"runs of each (default {RUNS})")
     args = parser.parse_args(argv)
