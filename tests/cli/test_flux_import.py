@@ -314,25 +314,35 @@ def test_orphans_and_negative_shares_refused_then_fixed(store: Store, tmp_path: 
 
 
 # --- jobs and the opening balance ---------------------------------------------------------------
-def with_jobs(tmp_path: Path) -> Path:
-    """v0.60 with alice in bank A: usage bins as of her last update-usage, a job that update
-    counted (ended before last_job_timestamp), one it has not seen yet, and a job of a user
-    flux-accounting never charged (no job_usage_factor_table row)."""
-    path = tmp_path / "with-jobs.db"
+def alice_source(
+    path: Path, job_usage: float, fairshare: float, bins: list[float], last: float
+) -> Path:
+    """v0.60 with alice (userid 5001) in bank A: her job_usage and fair-share, her usage bins
+    as of her last update-usage at `last`, and the half-life period running to T0+1000."""
     shutil.copyfile(FLUX_DBS / "FluxAccountingv0-60-0.db", path)
-    last = T0 - 1000
     with sqlite3.connect(path) as conn:
         conn.execute(
             "INSERT INTO association_table (creation_time, mod_time, username, userid, bank, "
             "default_bank, shares, job_usage, fairshare) VALUES (5, 6, 'alice', 5001, 'A', 'A', "
-            "10, 150.0, 0.25)"
+            "10, ?, ?)",
+            (job_usage, fairshare),
         )
         conn.executemany(
             "INSERT INTO job_usage_per_association_table VALUES ('alice', 5001, 'A', ?, ?)",
-            [(0, 100.0), (1, 50.0), (2, 0.0), (3, 0.0)],
+            list(enumerate(bins)),
         )
         conn.execute("INSERT INTO job_usage_factor_table VALUES ('alice', 5001, 'A', ?)", (last,))
         conn.execute("UPDATE t_half_life_period_table SET end_half_life_period = ?", (T0 + 1000,))
+    return path
+
+
+def with_jobs(tmp_path: Path) -> Path:
+    """v0.60 with alice in bank A: usage bins as of her last update-usage, a job that update
+    counted (ended before last_job_timestamp), one it has not seen yet, and a job of a user
+    flux-accounting never charged (no job_usage_factor_table row)."""
+    last = T0 - 1000
+    path = alice_source(tmp_path / "with-jobs.db", 150.0, 0.25, [100.0, 50.0, 0.0, 0.0], last)
+    with sqlite3.connect(path) as conn:
         for job_id, userid, end, elapsed in (
             (11, 5001, last - 10, 100),  # inside the balance
             (12, 5001, last + 10, 40),  # not yet charged by flux-accounting: counts
@@ -410,22 +420,8 @@ def test_a_balance_and_jobs_without_userid_add_up_as_one_identity(
     bank) as an opening balance's entry, so a period's charge is one exact sum: 123.45678 +
     4.75 = 128.20678, where adding the two as floats gives 128.20677999999998. explain-job's
     one-association usage must be the one the site's tables hold."""
-    path = tmp_path / "balance.db"
-    shutil.copyfile(FLUX_DBS / "FluxAccountingv0-60-0.db", path)
-    with sqlite3.connect(path) as conn:
-        conn.execute(
-            "INSERT INTO association_table (creation_time, mod_time, username, userid, bank, "
-            "default_bank, shares, job_usage, fairshare) VALUES (5, 6, 'alice', 5001, 'A', 'A', "
-            "10, 123.45678, 0.5)"
-        )
-        conn.executemany(
-            "INSERT INTO job_usage_per_association_table VALUES ('alice', 5001, 'A', ?, ?)",
-            [(0, 123.45678), (1, 0.0), (2, 0.0), (3, 0.0)],
-        )
-        conn.execute(
-            "INSERT INTO job_usage_factor_table VALUES ('alice', 5001, 'A', ?)", (T0 - 1000,)
-        )
-        conn.execute("UPDATE t_half_life_period_table SET end_half_life_period = ?", (T0 + 1000,))
+    bins = [123.45678, 0.0, 0.0, 0.0]
+    path = alice_source(tmp_path / "balance.db", 123.45678, 0.5, bins, T0 - 1000)
     store.run("create-db", now=T0 - 3600)
     store.run("import-flux-accounting", str(path), now=T0)
 
