@@ -14,6 +14,7 @@ from ledger import bounds
 from ledger.billing import BillingMode, billable_tres, parse_billing_weights
 from ledger.errors import InvalidValue
 from ledger.jobs import JobRecord, JobRecordError, parse_job_line, validate_job
+from ledger.plain_jobs import plain_job
 from ledger.state import SiteState
 
 # Fields stored in every record; anything else a site sends is kept under "extra".
@@ -83,7 +84,7 @@ def parse_lines(
             if isinstance(line, dict):
                 job = parse_job_object(line, latest)
             elif line.strip():
-                job = parse_job_line(line, latest)
+                job = plain_job(line, latest) or parse_job_line(line, latest)
             else:
                 continue
             if charge_weights is not None:

@@ -192,6 +192,8 @@ Count = Annotated[int, Strict(), Field(ge=0, le=COUNT_MAX)]
 EpochSeconds = Annotated[
     float, Strict(), Field(allow_inf_nan=False, ge=bounds.TIME_MIN, le=bounds.TIME_MAX)
 ]
+UserId = Annotated[int, Strict(), Field(ge=0, le=USERID_MAX)]
+Urgency = Annotated[int, Strict(), Field(ge=0, le=URGENCY_MAX)]
 LATEST_TIME = "latest_time"  # validation context: the latest time a job may have ended
 
 
@@ -225,7 +227,7 @@ class JobRecord(BaseModel):
     model_config = ConfigDict(extra="allow", frozen=True)
 
     id: int
-    userid: Annotated[int, Strict(), Field(ge=0, le=USERID_MAX)] | None = None
+    userid: UserId | None = None
     username: str | None = None
     bank: str | None = None
     queue: str | None = None
@@ -237,7 +239,7 @@ class JobRecord(BaseModel):
     nnodes: Count
     ncores: Count
     ngpus: Count = 0
-    urgency: Annotated[int, Strict(), Field(ge=0, le=URGENCY_MAX)] | None = None
+    urgency: Urgency | None = None
     cluster: str = DEFAULT_CLUSTER
     R: dict[str, Any] | None = None
     # Slurm's allocated TRES ({"cpu": 8, "mem": 16384, "node": 1, "gres/gpu": 2}, mem in MiB):
