@@ -1,0 +1,373 @@
+"""The ceiling over ingest: how fast the stack can ingest the bench's JSON lines on this machine
+with every CPU at work, stripped to what the issue requires and no more.
+
+    .venv/bin/python -m bench.ingest_ceiling [--jobs N] [--stores sqlite,postgres]
+
+`bench.ingest_floor` adds up the steps on one CPU. This one runs them as a pipeline over all
+CPUs, the most an ingest could overlap, and times it. Every shortcut below makes it faster than
+any ingest the product could ship, so its rate is an upper bound, not a design:
+- validation is one pydantic-core call over a piece of 5,000 lines (`validate_json` of a
+  TypedDict with the record's types and bounds: the JSON decoded and checked in Rust), with the
+  cross-field rules in Python after it; no R, TRES or name checks, no error messages;
+- the job's digest is a sha256 of its line's bytes, not of a canonical encoding;
+- the event is the piece's lines as they came (no re-encoding), one event per piece;
+- the association is found in a dict; the charge is nodes times seconds;
+- helper processes (a fork pool, one per CPU) do all of that and hand back rows ready for the
+  store: tuples for SQLite's `executemany`, `COPY` text for PostgreSQL, which the writer passes
+  on without looking at;
+- exactly-once is the `job_keys` primary key alone (no lookup before the insert); the period
+  totals are summed from `jobs` in SQL, as the product does;
+- no read model beyond `jobs` and `period_totals`, no projector, no fair-share.
+
+The tables are the product's own (`jobs` with its indexes, `job_keys`, `period_totals`), in a
+fresh SQLite file or a scratch PostgreSQL schema dropped after. It prints, per store, the rate
+of the writer alone (every row prepared ahead: what the store itself allows, one writer) and of
+the whole pipeline, against the issue's targets.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import multiprocessing
+import os
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any, Required
+
+from pydantic import ConfigDict, Field, Strict, TypeAdapter, with_config
+from rich.console import Console
+from rich.table import Table
+from typing_extensions import TypedDict
+
+from bench.generate import site_spec, write_jobs
+from bench.run import _machine_busy_seconds
+from ledger.bounds import (
+    CHARGE_UNITS,
+    COUNT_MAX,
+    NAME_MAX_LENGTH,
+    TIME_MAX,
+    TIME_MIN,
+    USERID_MAX,
+)
+from ledger.job_ids import JOB_ID_MAX
+from ledger.store import log_tables
+from ledger.store.connections import Connection, parse_store_url
+from ledger.usage import UsageParams, period_of
+from ledger.usecases.ingest import HELPER_LINES, RECORD_LINES
+from projections.writers import usage_tables
+
+TARGETS = {"sqlite": 100_000, "postgres": 50_000}  # jobs/s, the issue's
+POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
+SCHEMA = "bench_ceiling"
+CLUSTER = "bench"
+EPOCH = 1.7e9
+PARAMS = UsageParams(epoch=EPOCH)
+
+Count = Annotated[int, Strict(), Field(ge=0, le=COUNT_MAX)]
+Seconds = Annotated[float, Strict(), Field(allow_inf_nan=False, ge=TIME_MIN, le=TIME_MAX)]
+Name = Annotated[str, Strict(), Field(min_length=1, max_length=NAME_MAX_LENGTH)]
+
+
+@with_config(ConfigDict(extra="allow"))
+class Line(TypedDict, total=False):
+    id: Required[Annotated[int, Strict(), Field(ge=0, le=JOB_ID_MAX)]]
+    userid: Annotated[int, Strict(), Field(ge=0, le=USERID_MAX)]
+    username: Name
+    bank: Name
+    t_submit: Seconds
+    t_run: Required[Seconds]
+    t_inactive: Required[Seconds]
+    nnodes: Required[Count]
+    ncores: Required[Count]
+    ngpus: Count
+
+
+PIECE = TypeAdapter(list[Line])
+
+JOB_COLUMNS = (
+    "cluster, id, userid, username, bank, t_submit, t_run, t_inactive, nnodes, ncores, ngpus,"
+    " charge, charge_units, period, position"
+)
+KEY_COLUMNS = ", ".join(log_tables.JOB_KEY_COLUMNS)
+
+
+@dataclass(frozen=True)
+class Site:
+    """Who is who, as the helpers resolve a record's association."""
+
+    user_of: dict[int, str]  # userid -> username
+    userid_of: dict[str, int]
+    default_bank: dict[str, str]
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """One piece, ready for the store: its event's text and its rows."""
+
+    position: int
+    event: bytes
+    jobs: Any  # tuples (SQLite) or COPY text (PostgreSQL)
+    keys: Any
+    count: int
+
+
+_SITE: Site | None = None  # the helpers' copy, set before the pool forks
+
+
+def prepare(task: tuple[int, list[bytes], bool]) -> Prepared:
+    """A piece validated, resolved, charged and digested into the store's rows."""
+    position, lines, as_copy = task
+    site = _SITE
+    assert site is not None
+    records = PIECE.validate_json(b"[" + b",".join(lines) + b"]")
+    jobs: list[tuple[Any, ...]] = []
+    keys: list[tuple[Any, ...]] = []
+    for line, record in zip(lines, records, strict=True):
+        t_run = record["t_run"]
+        t_inactive = record["t_inactive"]
+        t_submit = record.get("t_submit", t_run)
+        if t_inactive < t_run or t_submit > t_run:
+            raise ValueError(f"job {record['id']}: times out of order")
+        username = record.get("username")
+        userid = record.get("userid")
+        if username is None:
+            username = site.user_of[userid]  # type: ignore[index]
+        elif userid is None:
+            userid = site.userid_of[username]
+        bank = record.get("bank") or site.default_bank[username]
+        nnodes = record["nnodes"]
+        charge = round(nnodes * (t_inactive - t_run), 5)
+        job_id = str(record["id"])
+        jobs.append(
+            (
+                CLUSTER,
+                job_id,
+                userid,
+                username,
+                bank,
+                t_submit,
+                t_run,
+                t_inactive,
+                nnodes,
+                record["ncores"],
+                record.get("ngpus", 0),
+                charge,
+                round(charge * CHARGE_UNITS),
+                period_of(t_inactive, PARAMS),
+                position,
+            )
+        )
+        keys.append((CLUSTER, job_id, hashlib.sha256(line).hexdigest(), position))
+    event = b"[" + b",".join(line.rstrip(b"\n") for line in lines) + b"]"
+    if as_copy:
+        # Names are validated printable (no tab, no newline); a backslash would need doubling,
+        # which the bench's names never hold.
+        return Prepared(position, event, _copy_text(jobs), _copy_text(keys), len(jobs))
+    return Prepared(position, event, jobs, keys, len(jobs))
+
+
+def _copy_text(rows: list[tuple[Any, ...]]) -> bytes:
+    return "".join("\t".join(map(str, row)) + "\n" for row in rows).encode("utf-8")
+
+
+def pieces(lines: list[bytes], as_copy: bool) -> Iterator[tuple[int, list[bytes], bool]]:
+    for n, start in enumerate(range(0, len(lines), HELPER_LINES)):
+        yield n + 1, lines[start : start + HELPER_LINES], as_copy
+
+
+class Writer:
+    """The one writer: events, job rows, keys and totals, a transaction per RECORD_LINES jobs."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+        self.postgres = conn.config.is_postgres
+        self.in_transaction = 0
+
+    def write(self, piece: Prepared) -> None:
+        raw = self.conn.raw
+        if self.in_transaction == 0:
+            raw.execute("BEGIN" if self.postgres else "BEGIN IMMEDIATE")
+        if self.postgres:
+            with raw.cursor() as cur:
+                cur.execute(
+                    "INSERT INTO events (position, state) VALUES (%s, %s)",
+                    (piece.position, piece.event),
+                )
+                with cur.copy(f"COPY jobs ({JOB_COLUMNS}) FROM STDIN") as copy:
+                    copy.write(piece.jobs)
+                with cur.copy(f"COPY job_keys ({KEY_COLUMNS}) FROM STDIN") as copy:
+                    copy.write(piece.keys)
+                cur.execute(usage_tables._ADD_TOTALS.replace("?", "%s"), (piece.position,))
+        else:
+            raw.execute(
+                "INSERT INTO events (position, state) VALUES (?, ?)",
+                (piece.position, piece.event),
+            )
+            marks = ", ".join("?" * len(JOB_COLUMNS.split(",")))
+            raw.executemany(f"INSERT INTO jobs ({JOB_COLUMNS}) VALUES ({marks})", piece.jobs)
+            raw.executemany(f"INSERT INTO job_keys ({KEY_COLUMNS}) VALUES (?, ?, ?, ?)", piece.keys)
+            raw.execute(usage_tables._ADD_TOTALS, (piece.position,))
+        self.in_transaction += piece.count
+        if self.in_transaction >= RECORD_LINES:
+            self.commit()
+
+    def commit(self) -> None:
+        if self.in_transaction:
+            self.conn.raw.execute("COMMIT")
+            self.in_transaction = 0
+
+
+def open_store(store: str, folder: str) -> Connection:
+    """A fresh store holding the product's tables for jobs, keys and totals."""
+    if store == "postgres":
+        conn = Connection(parse_store_url(f"{POSTGRES_URL}?schema={SCHEMA}"))
+        conn.raw.execute(f"DROP SCHEMA IF EXISTS {SCHEMA} CASCADE")
+        conn.raw.execute(f"CREATE SCHEMA {SCHEMA}")
+        state = "BYTEA"
+    else:
+        conn = Connection(
+            parse_store_url("sqlite:///" + os.path.join(folder, f"ceiling-{time.time_ns()}.db"))
+        )
+        conn.raw.execute("PRAGMA journal_mode = WAL")
+        state = "BLOB"
+    conn.run_statements(
+        [
+            f"CREATE TABLE events (position BIGINT PRIMARY KEY, state {state} NOT NULL)",
+            usage_tables.TABLES["jobs"],
+            usage_tables.TABLES["period_totals"],
+            *usage_tables.INDEXES,
+        ]
+    )
+    log_tables.create_tables(conn, [log_tables.JOB_KEYS])
+    return conn
+
+
+def close_store(conn: Connection) -> None:
+    if conn.config.is_postgres:
+        conn.raw.execute(f"DROP SCHEMA IF EXISTS {SCHEMA} CASCADE")
+    conn.close()
+
+
+@dataclass(frozen=True)
+class Run:
+    """One timed run: its wall seconds, the writer's CPU and the whole machine's."""
+
+    wall: float
+    writer_cpu: float
+    machine_cpu: float
+
+
+class Timer:
+    def __enter__(self) -> Timer:
+        self.started = (time.perf_counter(), time.process_time(), _machine_busy_seconds())
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        wall, cpu, machine = self.started
+        self.run = Run(
+            time.perf_counter() - wall,
+            time.process_time() - cpu,
+            _machine_busy_seconds() - machine,
+        )
+
+
+def writer_alone(store: str, folder: str, lines: list[bytes], site: Site) -> Run:
+    """The writer with every piece prepared ahead (not timed)."""
+    global _SITE
+    _SITE = site
+    prepared = [prepare(task) for task in pieces(lines, store == "postgres")]
+    conn = open_store(store, folder)
+    try:
+        with Timer() as timer:
+            writer = Writer(conn)
+            for piece in prepared:
+                writer.write(piece)
+            writer.commit()
+        return timer.run
+    finally:
+        close_store(conn)
+
+
+def pipeline(store: str, folder: str, lines: list[bytes], site: Site, helpers: int) -> Run:
+    """The whole ingest: helpers prepare pieces while the writer writes."""
+    global _SITE
+    _SITE = site
+    conn = open_store(store, folder)
+    try:
+        context = multiprocessing.get_context("fork")
+        with Timer() as timer, context.Pool(helpers) as pool:
+            writer = Writer(conn)
+            for piece in pool.imap(prepare, pieces(lines, store == "postgres")):
+                writer.write(piece)
+            writer.commit()
+        return timer.run
+    finally:
+        close_store(conn)
+
+
+def _shown(run: Run, jobs: int) -> str:
+    """The rate, then the writer's CPU and the machine's, in µs per job."""
+    per_job = 1e6 / jobs
+    return (
+        f"{jobs / run.wall:,.0f}\n{run.writer_cpu * per_job:.1f} / "
+        f"{run.machine_cpu * per_job:.1f} µs"
+    )
+
+
+def site_of(n_associations: int) -> Site:
+    spec = site_spec(n_associations, seed=1)
+    default_bank: dict[str, str] = {}
+    for a in spec.associations:
+        default_bank.setdefault(a.username, a.bank)
+    return Site(
+        user_of={a.userid: a.username for a in spec.associations},
+        userid_of={a.username: a.userid for a in spec.associations},
+        default_bank=default_bank,
+    )
+
+
+def bench_lines(n_jobs: int, n_associations: int) -> list[bytes]:
+    spec = site_spec(n_associations, seed=1)
+    with tempfile.TemporaryDirectory(prefix="fairledger-ceiling-data-") as folder:
+        path = os.path.join(folder, "jobs.jsonl")
+        write_jobs([path], spec, n_jobs, 1, EPOCH, EPOCH + 7 * 86400.0)
+        with open(path, "rb") as handle:
+            return handle.readlines()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.ingest_ceiling", description=__doc__)
+    parser.add_argument("--jobs", type=int, default=500_000)
+    parser.add_argument("--associations", type=int, default=10_000)
+    parser.add_argument("--stores", default="sqlite,postgres")
+    args = parser.parse_args(argv)
+    lines = bench_lines(args.jobs, args.associations)
+    site = site_of(args.associations)
+    cpus = os.cpu_count() or 1
+    table = Table(
+        title=f"ingest ceiling, {len(lines):,} jobs, {cpus} CPUs: jobs/s, then CPU per job"
+        " (the writer's / the whole machine's)"
+    )
+    for column in (
+        "store",
+        "writer alone",
+        "pipeline, 1 helper",
+        f"pipeline, {cpus} helpers",
+        "target",
+    ):
+        table.add_column(column, justify="right")
+    with tempfile.TemporaryDirectory(prefix="fairledger-ceiling-") as folder:
+        for store in args.stores.split(","):
+            runs = [writer_alone(store, folder, lines, site)]
+            runs += [pipeline(store, folder, lines, site, helpers) for helpers in (1, cpus)]
+            table.add_row(store, *(_shown(run, len(lines)) for run in runs), f"{TARGETS[store]:,}")
+    Console().print(table)
+    print("load average " + " ".join(f"{x:.2f}" for x in os.getloadavg()))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
