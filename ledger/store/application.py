@@ -387,19 +387,25 @@ class Ledger(Application):
         records: list[dict[str, Any]],
         reason: str = "",
         source: dict[str, Any] | None = None,
+        digests: Sequence[str] | None = None,
     ) -> Recorded:
         """Record the jobs the log does not hold yet, in one transaction.
 
         A (cluster, id) already in the log is a duplicate when it says the same, a conflict
         when it says something else; so is a repeat within `records`. The log's own key index
-        decides, not a read model."""
+        decides, not a read model. `digests`: each record's `record_digest`, if the caller
+        made them already (ingest's pass 1 does, in its helpers)."""
+        if digests is None:
+            digests = [record_digest(record) for record in records]
+        elif len(digests) != len(records):
+            raise ValueError(f"{len(digests)} digests for {len(records)} records")
 
         def work(conn: Connection) -> Recorded:
             outcome = Recorded()
             logged = log_tables.known_keys(conn, [job_key(r) for r in records])
             fresh: dict[tuple[str, str], tuple[dict[str, Any], str]] = {}
-            for record in records:
-                key, digest = job_key(record), record_digest(record)
+            for record, digest in zip(records, digests, strict=True):
+                key = job_key(record)
                 earlier = logged.get(key) or ((fresh[key][1], 0) if key in fresh else None)
                 if earlier is None:
                     fresh[key] = (record, digest)

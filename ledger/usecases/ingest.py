@@ -312,7 +312,12 @@ def _record_spool(
     notes.progress(done, result.lines)
     for chunk in _chunks(spooled(spool), RECORD_LINES):
         try:
-            outcome = s.ledger.record_jobs(chunk, reason=reason, source=origin)
+            outcome = s.ledger.record_jobs(
+                [record for record, _ in chunk],
+                reason=reason,
+                source=origin,
+                digests=[digest for _, digest in chunk],
+            )
         except LedgerError as err:
             if not result.recorded:
                 raise

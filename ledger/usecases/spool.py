@@ -17,15 +17,20 @@ def spool_file() -> IO[bytes]:
     return tempfile.TemporaryFile(prefix=SPOOL_PREFIX)
 
 
-def chunk_bytes(records: list[dict[str, Any]]) -> bytes:
+# A record with its identity digest (ledger.chain.record_digest), made in pass 1: where
+# helpers run it, they take it off the process that records.
+Spooled = tuple[dict[str, Any], str]
+
+
+def chunk_bytes(records: list[Spooled]) -> bytes:
     """A chunk of records as the spool holds it. Pickled a chunk at a time: this private
     temporary file is read back only by pass 2 of the same process (its pass 1 helpers make
     the bytes), and pickle is several times faster than JSON here."""
     return pickle.dumps(records, pickle.HIGHEST_PROTOCOL)
 
 
-def spooled(spool: IO[bytes]) -> Iterator[dict[str, Any]]:
-    """Every record written to `spool`, in order."""
+def spooled(spool: IO[bytes]) -> Iterator[Spooled]:
+    """Every record written to `spool`, with its digest, in order."""
     spool.seek(0)
     while True:
         try:

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ledger.chain import record_digest
 from ledger.errors import InvalidValue
 from ledger.machine import start_helper
 from ledger.usecases.charge_bound import Charge, charges_of
@@ -91,7 +92,8 @@ def validate_chunk(
     ]
     if mark is not None:
         records = [mark(r) for r in records]
-    return Validated([chunk_bytes(records)], charges_of(records), parsed.bad, skipped)
+    digested = [(record, record_digest(record)) for record in records]
+    return Validated([chunk_bytes(digested)], charges_of(records), parsed.bad, skipped)
 
 
 class Helpers:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from uuid import UUID
 
 import pytest
 
@@ -226,3 +227,46 @@ def test_a_helper_that_ends_is_one_line_and_nothing_is_recorded(
         f"fairledger: a helper process validating the input ended (exit status {status})\n",
     )
     assert ledger_store.log_position() == position
+
+
+def test_the_digests_made_in_the_helpers_are_those_of_the_records_logged(
+    ledger_store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pass 1 digests each record; the log's key index must hold the digest of the record as
+    the log holds it, which is what a ledger written before the index was built gets."""
+    from eventsourcing.persistence import StoredEvent
+    from eventsourcing.utils import get_topic
+
+    from ledger.chain import record_digest
+    from ledger.joblog import JobLog, job_key
+    from ledger.store import log_tables
+    from ledger.store.application import Ledger
+    from ledger.store.connections import parse_store_url
+
+    site(ledger_store)
+    in_processes(monkeypatch, 2)
+    path = write(tmp_path / "long.jsonl", *(job(n, end=T0 - n, duration=n) for n in range(1, 21)))
+    ledger_store.run("ingest", path)
+    ledger = Ledger(parse_store_url(ledger_store.url))
+    try:
+        conn = ledger.conn
+        topic = get_topic(JobLog.JobsRecorded)
+        logged = {}
+        for _, originator, version, row_topic, state in log_tables.stored_after(conn, 0, topic):
+            event = ledger.mapper.to_domain_event(
+                StoredEvent(
+                    originator_id=UUID(originator),
+                    originator_version=version,
+                    topic=row_topic,
+                    state=state,
+                )
+            )
+            logged.update({job_key(r): record_digest(r) for r in event.records})
+        indexed = {
+            (row["cluster"], row["id"]): row["digest"]
+            for row in conn.query(f"SELECT cluster, id, digest FROM {log_tables.JOB_KEYS}")
+        }
+    finally:
+        ledger.close()
+    assert len(logged) == 20
+    assert indexed == logged
