@@ -292,6 +292,19 @@ def open_store(store: str, folder: str) -> Connection:
     return conn
 
 
+def check_recorded(conn: Connection, jobs: int) -> None:
+    """Every job written once, as a row, a key and in the totals: a pipeline that lost rows
+    would report a rate it did not earn."""
+    found = conn.raw.execute(
+        "SELECT (SELECT COUNT(*) FROM jobs), (SELECT COUNT(*) FROM job_keys),"
+        " (SELECT SUM(njobs) FROM period_totals)"
+    ).fetchone()
+    if tuple(found) != (jobs, jobs, jobs):
+        raise SystemExit(
+            f"the ceiling's store holds {tuple(found)} jobs, keys and totals of {jobs}"
+        )
+
+
 def close_store(conn: Connection) -> None:
     if conn.config.is_postgres:
         conn.raw.execute(f"DROP SCHEMA IF EXISTS {SCHEMA} CASCADE")
@@ -334,6 +347,7 @@ def writer_alone(store: str, folder: str, lines: list[bytes], site: Site) -> Run
             for piece in prepared:
                 writer.write(piece)
             writer.commit()
+        check_recorded(conn, len(lines))
         return timer.run
     finally:
         close_store(conn)
@@ -360,6 +374,7 @@ def pipeline(
             for piece in pool.imap(prepare, pieces(lines, form, piece_folder)):
                 writer.write(piece)
             writer.commit()
+        check_recorded(conn, len(lines))
         return timer.run
     finally:
         close_store(conn)

@@ -1,0 +1,50 @@
+"""The ingest ceiling's writer records every job once, whichever form the helpers hand their
+rows over in: a ceiling that lost rows would report a rate it did not earn."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bench import ingest_ceiling as ceiling
+
+
+def recorded(folder: Path, form: str, lines: list[bytes]) -> list[tuple[object, ...]]:
+    conn = ceiling.open_store("sqlite", str(folder))
+    try:
+        writer = ceiling.Writer(conn)
+        for task in ceiling.pieces(lines, form, str(folder)):
+            writer.write(ceiling.prepare(task))
+        writer.commit()
+        ceiling.check_recorded(conn, len(lines))
+        rows = conn.raw.execute("SELECT * FROM jobs ORDER BY id").fetchall()
+        keys = conn.raw.execute("SELECT * FROM job_keys ORDER BY id").fetchall()
+        return [*rows, *keys]
+    finally:
+        ceiling.close_store(conn)
+
+
+def test_tuples_and_piece_files_record_the_same_rows(tmp_path: Path) -> None:
+    lines = ceiling.bench_lines(12_000, 200)
+    ceiling._SITE = ceiling.site_of(200)
+    as_tuples = recorded(tmp_path, ceiling.TUPLES, lines)
+    as_files = recorded(tmp_path, ceiling.PIECE_FILE, lines)
+    assert len(as_tuples) == 24_000
+    assert as_tuples == as_files
+    assert not list(tmp_path.glob("piece-*.db"))  # each piece file removed once copied
+
+
+def test_a_store_short_of_jobs_is_refused(tmp_path: Path) -> None:
+    lines = ceiling.bench_lines(6_000, 200)
+    ceiling._SITE = ceiling.site_of(200)
+    conn = ceiling.open_store("sqlite", str(tmp_path))
+    try:
+        writer = ceiling.Writer(conn)
+        first = next(ceiling.pieces(lines, ceiling.TUPLES, str(tmp_path)))
+        writer.write(ceiling.prepare(first))
+        writer.commit()
+        with pytest.raises(SystemExit, match="5000, 5000, 5000"):
+            ceiling.check_recorded(conn, len(lines))
+    finally:
+        ceiling.close_store(conn)
