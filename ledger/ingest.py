@@ -84,7 +84,8 @@ def parse_lines(
             if isinstance(line, dict):
                 job = parse_job_object(line, latest)
             elif line.strip():
-                job = plain_job(line, latest) or parse_job_line(line, latest)
+                plain = plain_job(line, latest)
+                job = plain if plain is not None else parse_job_line(line, latest)
             else:
                 continue
             if charge_weights is not None:
