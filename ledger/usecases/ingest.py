@@ -287,9 +287,10 @@ def _errors_last(chunks: Iterator[list[Any]]) -> Iterator[list[Any] | Exception]
 
 def _helpers(store: StoreConfig) -> int:
     """How many helper processes pass 1 may use: the idle CPUs as it starts, at most
-    MAX_HELPERS. None for a PostgreSQL server on this machine, which needs the CPUs while the
-    jobs are recorded: helpers there gained nothing (1M jobs in `make bench`: 21,605 against
-    21,682 jobs/s), and four ingesters at once fell from 1.11x to 0.93x one ingester's rate."""
+    MAX_HELPERS. None for a PostgreSQL server on this machine, which needs the CPUs while
+    other ingesters record: with helpers there, one ingester of 1M jobs in `make bench` gains
+    12% (20,006 -> 22,455 jobs/s, at stop 34), but four at once gain nothing, and fall from
+    1.16x to 0.94x one ingester's rate (docs/architecture.md, "Ingest speed")."""
     if store.server_here:
         return 0
     return min(idle_cpus(), MAX_HELPERS)
