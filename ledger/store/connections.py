@@ -68,6 +68,11 @@ def connect_timeout() -> float:
 
 SQLITE_MAX_PAGES_ENV = "FAIRLEDGER_SQLITE_MAX_PAGES"
 SQLITE_BUSY_TIMEOUT_SECONDS = 30
+# SQLite's page cache per connection, in KiB (its default is 2,000). An ingest inserts each job
+# into the `jobs` user index at random: at 250,000 jobs that index outgrows 2 MB, and every
+# insert re-read its pages from the OS. 16 MiB: a 125,000-job ingest 4.54 -> 4.29-4.34 s, for
+# 14 MiB more peak RSS (64 MiB gained no more).
+SQLITE_CACHE_KIB = 16_384
 # The least work_mem a session of ours runs with. An as-of read groups the jobs before (or
 # after) its moment, hundreds of thousands of rows into about a hundred thousand groups
 # (26 MB of hash table on the 1M-job bench ledger); at PostgreSQL's default 4 MB the planner
@@ -514,6 +519,7 @@ def sqlite_connect(path: str) -> sqlite3.Connection:
     holds files, so the in-memory databases of verify and as-of are never capped."""
     raw = sqlite3.connect(path, timeout=SQLITE_BUSY_TIMEOUT_SECONDS, isolation_level=None)
     raw.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_SECONDS * 1000}")
+    raw.execute(f"PRAGMA cache_size = -{SQLITE_CACHE_KIB}")
     max_pages = os.environ.get(SQLITE_MAX_PAGES_ENV, "")
     if max_pages and path != ":memory:":
         if not max_pages.isdigit():
