@@ -6,11 +6,20 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 # The most helper processes one command starts, whatever the CPUs (ingest's pass 1, a whole
 # continuous reading).
 MAX_HELPERS = 8
+# Linux's count of runnable tasks blinks: on an idle 2-CPU machine, 1.9% of samples taken a
+# millisecond apart after an ingest showed another task runnable, in bursts of at most 6 ms. One
+# sample made an ingest skip its helpers now and then (125,000 jobs on SQLite: 4.87 s against
+# 4.44, 233 MiB peak RSS against 139). A CPU that looks busy is looked at again, up to
+# IDLE_SAMPLES times IDLE_SAMPLE_GAP apart; work that keeps it busy (ingesters started together)
+# is seen every time.
+IDLE_SAMPLES = 5
+IDLE_SAMPLE_GAP = 0.002  # seconds
 
 
 def idle_cpus() -> int:
@@ -22,7 +31,13 @@ def idle_cpus() -> int:
         cpus = len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
         cpus = os.cpu_count() or 1
-    return cpus - _other_runnable()
+    idle = cpus - _other_runnable()
+    for _ in range(IDLE_SAMPLES - 1):
+        if idle >= cpus:
+            break
+        time.sleep(IDLE_SAMPLE_GAP)
+        idle = max(idle, cpus - _other_runnable())
+    return idle
 
 
 def _other_runnable() -> int:
