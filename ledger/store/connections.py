@@ -16,6 +16,7 @@ its own, on SQLite, to put the new file in WAL mode.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import re
@@ -519,7 +520,10 @@ def sqlite_connect(path: str) -> sqlite3.Connection:
     holds files, so the in-memory databases of verify and as-of are never capped."""
     raw = sqlite3.connect(path, timeout=SQLITE_BUSY_TIMEOUT_SECONDS, isolation_level=None)
     raw.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_SECONDS * 1000}")
-    raw.execute(f"PRAGMA cache_size = -{SQLITE_CACHE_KIB}")
+    # The pragma reads the schema: a file this user cannot read is told by the first read
+    # (event_table_exists), in words that say what to change.
+    with contextlib.suppress(sqlite3.OperationalError):
+        raw.execute(f"PRAGMA cache_size = -{SQLITE_CACHE_KIB}")
     max_pages = os.environ.get(SQLITE_MAX_PAGES_ENV, "")
     if max_pages and path != ":memory:":
         if not max_pages.isdigit():
