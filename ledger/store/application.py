@@ -262,6 +262,7 @@ class Ledger(Application):
         try:
             with conn.transaction():
                 log_tables.create_tables(conn, log_tables.missing_tables(conn))
+                log_tables.compress_states(conn)
             if own:
                 append_only.install(store, append_only.table_names(store))
             else:

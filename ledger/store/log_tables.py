@@ -98,6 +98,28 @@ def create_tables(conn: Connection, names: Sequence[str]) -> None:
     conn.run_statements(statements)
 
 
+# PostgreSQL compresses a large state (a batch of 1,000 jobs is ~150 KB of JSON) as it stores
+# it. Its default, pglz, cost 2.3 ms of the server's time an event (125,000 jobs: 292 ms of
+# the ingest's inserts; lz4 56 ms, the table the same size, the ingest 6.12 -> 5.88 s).
+STATE_COMPRESSION = "lz4"
+
+
+def compress_states(conn: Connection) -> None:
+    """On PostgreSQL built with lz4, the event and snapshot states stored from now on are
+    compressed with it rather than pglz (states already stored keep theirs; both are read).
+    A catalog change of the tables' creator: create-db makes it."""
+    if not conn.config.is_postgres:
+        return
+    row = conn.execute(
+        "SELECT ? = ANY(enumvals) FROM pg_settings WHERE name = 'default_toast_compression'",
+        (STATE_COMPRESSION,),
+    ).fetchone()
+    if not row or not row[0]:
+        return  # a server built without lz4 offers pglz alone
+    for table in (events_table(conn), snapshots_table(conn)):
+        conn.execute(f"ALTER TABLE {table} ALTER COLUMN state SET COMPRESSION {STATE_COMPRESSION}")
+
+
 def insert_events(conn: Connection, stored: Sequence[Any]) -> list[int]:
     """Append stored events (eventsourcing StoredEvent) in order; their log positions."""
     table = events_table(conn)

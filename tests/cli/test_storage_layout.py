@@ -62,3 +62,29 @@ def test_the_tables_of_small_keyed_rows_have_no_rowid(ledger_store: Store) -> No
             assert created[table].endswith("WITHOUT ROWID"), (when, table)
         # The jobs' rows are large and indexed four more ways: they keep their rowid.
         assert "WITHOUT ROWID" not in created["jobs"], when
+
+
+@pytest.mark.parametrize("store", ["postgres"], indirect=True)
+def test_event_and_snapshot_states_are_compressed_with_lz4_where_the_server_offers_it(
+    ledger_store: Store,
+) -> None:
+    """pglz, PostgreSQL's default, cost the server 2.3 ms an event of 1,000 jobs; lz4 0.45."""
+    conn = Connection(parse_store_url(ledger_store.url))
+    try:
+        offered = conn.rows(
+            "SELECT 'lz4' = ANY(enumvals) FROM pg_settings WHERE name = 'default_toast_compression'"
+        )[0][0]
+        methods = dict(
+            conn.rows(
+                "SELECT c.relname, a.attcompression FROM pg_attribute a "
+                "JOIN pg_class c ON c.oid = a.attrelid "
+                "JOIN pg_namespace s ON s.oid = c.relnamespace "
+                "WHERE s.nspname = ? AND a.attname = 'state' "
+                "AND c.relname IN ('ledger_events', 'ledger_snapshots')",
+                (conn.config.schema,),
+            )
+        )
+    finally:
+        conn.close()
+    expected = "l" if offered else ""
+    assert methods == {"ledger_events": expected, "ledger_snapshots": expected}
