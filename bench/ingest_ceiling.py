@@ -44,7 +44,7 @@ from rich.table import Table
 from typing_extensions import TypedDict
 
 from bench.generate import site_spec, write_jobs
-from bench.run import _machine_busy_seconds
+from bench.run import machine_busy_seconds
 from ledger.bounds import (
     CHARGE_UNITS,
     COUNT_MAX,
@@ -231,7 +231,7 @@ class Writer:
                     copy.write(piece.jobs)
                 with cur.copy(f"COPY job_keys ({KEY_COLUMNS}) FROM STDIN") as copy:
                     copy.write(piece.keys)
-                cur.execute(usage_tables._ADD_TOTALS.replace("?", "%s"), (piece.position,))
+                cur.execute(usage_tables.ADD_TOTALS.replace("?", "%s"), (piece.position,))
         else:
             raw.execute(
                 "INSERT INTO events (position, state) VALUES (?, ?)",
@@ -252,7 +252,7 @@ class Writer:
                 raw.executemany(
                     f"INSERT INTO job_keys ({KEY_COLUMNS}) VALUES (?, ?, ?, ?)", piece.keys
                 )
-            raw.execute(usage_tables._ADD_TOTALS, (piece.position,))
+            raw.execute(usage_tables.ADD_TOTALS, (piece.position,))
         self.in_transaction += piece.count
         if self.in_transaction >= RECORD_LINES:
             self.commit()
@@ -322,7 +322,7 @@ class Run:
 
 class Timer:
     def __enter__(self) -> Timer:
-        self.started = (time.perf_counter(), time.process_time(), _machine_busy_seconds())
+        self.started = (time.perf_counter(), time.process_time(), machine_busy_seconds())
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -330,7 +330,7 @@ class Timer:
         self.run = Run(
             time.perf_counter() - wall,
             time.process_time() - cpu,
-            _machine_busy_seconds() - machine,
+            machine_busy_seconds() - machine,
         )
 
 

@@ -217,14 +217,14 @@ class Cli:
                 timed = argv
                 if self.time_bin:
                     timed = [self.time_bin, "-f", "%M", "-o", str(rss_path), *argv]
-                busy_before = _machine_busy_seconds()
+                busy_before = machine_busy_seconds()
                 started = time.perf_counter()
                 popen = subprocess.Popen(
                     timed, stdout=out, stderr=err, env=self.env, start_new_session=True
                 )
                 usage, stalled = self._wait(popen)
                 wall = time.perf_counter() - started
-                machine_cpu = _machine_busy_seconds() - busy_before
+                machine_cpu = machine_busy_seconds() - busy_before
             rss = _read_time_rss(rss_path) if self.time_bin else int(usage.ru_maxrss)
             stdout = out_path.read_text(errors="replace")
             stderr = err_path.read_text(errors="replace")
@@ -298,7 +298,7 @@ def _tree_cpu_ticks(pid: int) -> int:
     return total
 
 
-def _machine_busy_seconds() -> float:
+def machine_busy_seconds() -> float:
     """Seconds every CPU has spent busy since boot (Linux /proc/stat: all but idle and
     iowait); 0.0 where there is no /proc."""
     try:

@@ -395,7 +395,7 @@ class Ledger(Application):
         A (cluster, id) already in the log is a duplicate when it says the same, a conflict
         when it says something else; so is a repeat within `records`. The log's own key index
         decides, not a read model. `digests`: each record's `record_digest`, if the caller
-        made them already (ingest's pass 1 does, in its helpers)."""
+        made them already (ingest's pass 1 does, where it validates each record)."""
         if digests is None:
             digests = [record_digest(record) for record in records]
         elif len(digests) != len(records):

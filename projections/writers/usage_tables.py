@@ -115,7 +115,7 @@ _INSERT_JOB = """
 
 # Only rows this event inserted carry its position: a job already present (which the ingest's
 # exactly-once check should have prevented) is never counted twice.
-_ADD_TOTALS = """
+ADD_TOTALS = """
     INSERT INTO period_totals (userid, username, bank, period, charge_units, njobs)
     SELECT COALESCE(userid, -1), COALESCE(username, ''), COALESCE(bank, ''), period,
            SUM(charge_units), COUNT(*)
@@ -197,7 +197,7 @@ def insert_jobs(
             conn.insert_rows("jobs", JOB_COLUMNS, rows)
     except conn.duplicate_key_errors():
         conn.executemany(_INSERT_JOB, rows)
-    conn.execute(_ADD_TOTALS, (position,))
+    conn.execute(ADD_TOTALS, (position,))
 
 
 # rebin: at most this many periods are cut with a statement each; past that (a half-life of
