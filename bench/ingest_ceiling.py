@@ -13,8 +13,8 @@ any ingest the product could ship, so its rate is an upper bound, not a design:
 - the event is the piece's lines as they came (no re-encoding), one event per piece;
 - the association is found in a dict; the charge is nodes times seconds;
 - helper processes (a fork pool, one per CPU) do all of that and hand back rows ready for the
-  store: tuples for SQLite's `executemany`, `COPY` text for PostgreSQL, which the writer passes
-  on without looking at;
+  store: tuples for SQLite's `executemany`, or SQLite files the writer copies in SQL; `COPY`
+  text for PostgreSQL, which the writer passes on without looking at;
 - exactly-once is the `job_keys` primary key alone (no lookup before the insert); the period
   totals are summed from `jobs` in SQL, as the product does;
 - no read model beyond `jobs` and `period_totals`, no projector, no fair-share.
@@ -44,43 +44,33 @@ from rich.table import Table
 from typing_extensions import TypedDict
 
 from bench.generate import site_spec, write_jobs
-from bench.run import machine_busy_seconds
-from ledger.bounds import (
-    CHARGE_UNITS,
-    COUNT_MAX,
-    NAME_MAX_LENGTH,
-    TIME_MAX,
-    TIME_MIN,
-    USERID_MAX,
-)
+from bench.run import DEFAULT_PG_URL, INGEST_TARGET, machine_busy_seconds
+from ledger.bounds import CHARGE_UNITS, NAME_MAX_LENGTH
 from ledger.job_ids import JOB_ID_MAX
+from ledger.jobs import Count, EpochSeconds, UserId
 from ledger.store import log_tables
 from ledger.store.connections import Connection, parse_store_url
 from ledger.usage import UsageParams, period_of
 from ledger.usecases.ingest import HELPER_LINES, RECORD_LINES
 from projections.writers import usage_tables
 
-TARGETS = {"sqlite": 100_000, "postgres": 50_000}  # jobs/s, the issue's
-POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
 SCHEMA = "bench_ceiling"
 CLUSTER = "bench"
 EPOCH = 1.7e9
 PARAMS = UsageParams(epoch=EPOCH)
 
-Count = Annotated[int, Strict(), Field(ge=0, le=COUNT_MAX)]
-Seconds = Annotated[float, Strict(), Field(allow_inf_nan=False, ge=TIME_MIN, le=TIME_MAX)]
 Name = Annotated[str, Strict(), Field(min_length=1, max_length=NAME_MAX_LENGTH)]
 
 
 @with_config(ConfigDict(extra="allow"))
 class Line(TypedDict, total=False):
     id: Required[Annotated[int, Strict(), Field(ge=0, le=JOB_ID_MAX)]]
-    userid: Annotated[int, Strict(), Field(ge=0, le=USERID_MAX)]
+    userid: UserId
     username: Name
     bank: Name
-    t_submit: Seconds
-    t_run: Required[Seconds]
-    t_inactive: Required[Seconds]
+    t_submit: EpochSeconds
+    t_run: Required[EpochSeconds]
+    t_inactive: Required[EpochSeconds]
     nnodes: Required[Count]
     ncores: Required[Count]
     ngpus: Count
@@ -270,7 +260,7 @@ class Writer:
 def open_store(store: str, folder: str) -> Connection:
     """A fresh store holding the product's tables for jobs, keys and totals."""
     if store == "postgres":
-        conn = Connection(parse_store_url(f"{POSTGRES_URL}?schema={SCHEMA}"))
+        conn = Connection(parse_store_url(f"{DEFAULT_PG_URL}?schema={SCHEMA}"))
         conn.raw.execute(f"DROP SCHEMA IF EXISTS {SCHEMA} CASCADE")
         conn.raw.execute(f"CREATE SCHEMA {SCHEMA}")
         state = "BYTEA"
@@ -455,7 +445,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 shown.append(_shown(run, len(lines)))
             else:
                 shown.append("(as COPY text)")
-            table.add_row(store, *shown, f"{TARGETS[store]:,}")
+            table.add_row(store, *shown, f"{INGEST_TARGET[store]:,.0f}")
     Console().print(table)
     print("load average " + " ".join(f"{x:.2f}" for x in os.getloadavg()))
     return 0
