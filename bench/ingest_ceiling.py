@@ -221,7 +221,9 @@ class Writer:
                     copy.write(piece.jobs)
                 with cur.copy(f"COPY job_keys ({KEY_COLUMNS}) FROM STDIN") as copy:
                     copy.write(piece.keys)
-                cur.execute(usage_tables.ADD_TOTALS.replace("?", "%s"), (piece.position,))
+                cur.execute(
+                    usage_tables.ADD_TOTALS.replace("?", "%s"), (piece.position, piece.position)
+                )
         else:
             raw.execute(
                 "INSERT INTO events (position, state) VALUES (?, ?)",
@@ -242,7 +244,7 @@ class Writer:
                 raw.executemany(
                     f"INSERT INTO job_keys ({KEY_COLUMNS}) VALUES (?, ?, ?, ?)", piece.keys
                 )
-            raw.execute(usage_tables.ADD_TOTALS, (piece.position,))
+            raw.execute(usage_tables.ADD_TOTALS, (piece.position, piece.position))
         self.in_transaction += piece.count
         if self.in_transaction >= RECORD_LINES:
             self.commit()

@@ -181,12 +181,21 @@ class _Folder:
         # The jobs folded since the last copy of the period totals (totals_snapshots): read at
         # this fold's first job batch, written back at its end.
         self.jobs_since_totals: int | None = None
+        # Job batches folded whose period totals are not added yet, (first, last) position:
+        # added before anything reads the totals (see apply), in one statement.
+        self.pending_totals: tuple[int, int] | None = None
 
     def finish(self) -> None:
+        self._add_pending_totals()
         self._write_pending_usage()
         self.flush()
         if self.jobs_since_totals is not None:
             tracking.move(self.conn, tracking.JOBS_SINCE_TOTALS_SNAPSHOT, self.jobs_since_totals)
+
+    def _add_pending_totals(self) -> None:
+        if self.pending_totals is not None:
+            usage_tables.add_totals(self.conn, *self.pending_totals)
+            self.pending_totals = None
 
     def _count_jobs(self, jobs: int, position: int, at: float) -> None:
         """Copy the period totals once the spacing's jobs were folded since the last copy
@@ -202,6 +211,7 @@ class _Folder:
             and self.jobs_since_totals >= totals_snapshots.spacing(self.conn)
         ):
             if self.state.usage_model != CONTINUOUS:
+                self._add_pending_totals()  # the copy reads them
                 totals_snapshots.take(self.conn, self.state, position, at)
             self.jobs_since_totals = 0
 
@@ -258,12 +268,15 @@ class _Folder:
         return None if since is None or self.neutralized.skips(since) else since
 
     def flush(self) -> None:
+        self._add_pending_totals()
         write_touched(self.conn, self.state, self.touched)
         self.touched = Touched()
         self.conn.executemany("INSERT INTO log_index VALUES (?, ?, ?, ?)", self.log_rows)
         self.log_rows = []
 
     def apply(self, event: Any, position: int) -> None:
+        if not isinstance(event, JobLog.JobsRecorded):
+            self._add_pending_totals()  # before this event reads them or changes the jobs
         if isinstance(event, ev.UsageUpdated | ev.FairshareUpdated):
             # The cron pair update-usage, update-fshare folded together (cron, a replay): the
             # second would recompute every column the first wrote, from the same state and
@@ -283,7 +296,9 @@ class _Folder:
             usage_scope.write(self.conn, position, scope)
         if isinstance(event, JobLog.JobsRecorded):
             records = self.neutralized.kept(position, event.records)
-            usage_tables.insert_jobs(self.conn, self.state, records, position)
+            usage_tables.insert_jobs(self.conn, self.state, records, position, totals=False)
+            first = position if self.pending_totals is None else self.pending_totals[0]
+            self.pending_totals = (first, position)
             self._count_jobs(len(records), position, event.timestamp.timestamp())
             return
         if isinstance(event, JobLog.Opened):
