@@ -30,7 +30,7 @@ PlainText = Annotated[str, Strict()]
 
 
 @with_config(ConfigDict(extra="forbid"))
-class _PlainLine(TypedDict, total=False):
+class PlainLine(TypedDict, total=False):
     # JobRecord's fields with the types it checks them against, less R and tres (which need
     # Python to read) and without null (which the model reads as "not given").
     id: Required[PlainJobId]
@@ -50,7 +50,7 @@ class _PlainLine(TypedDict, total=False):
     qos: PlainText
 
 
-_READ = TypeAdapter(_PlainLine)
+_READ = TypeAdapter(PlainLine)
 _NAMES = ("username", "bank", "queue", "project", "cluster")  # JobRecord checks these
 # A record's attributes in the model's order, each with its default: a template for __dict__.
 _TEMPLATE: dict[str, Any] = {
