@@ -12,7 +12,8 @@ any ingest the product could ship, so its rate is an upper bound, not a design:
   checks, no error messages;
 - the job's digest is a sha256 of its line's bytes, not of a canonical encoding;
 - the event is the piece's lines as they came (no re-encoding), one event per piece;
-- the association is found in a dict; the charge is nodes times seconds;
+- the association is found in a dict; the charge is the product's (`job_charge`) under its
+  default weights;
 - helper processes (a fork pool, one per CPU) do all of that and hand back rows ready for the
   store: tuples for SQLite's `executemany`, or SQLite files the writer copies in SQL; `COPY`
   text for PostgreSQL, which the writer passes on without looking at;
@@ -45,7 +46,7 @@ from rich.table import Table
 
 from bench.generate import site_spec, write_jobs
 from bench.run import DEFAULT_PG_URL, INGEST_TARGET, machine_busy_seconds
-from ledger.bounds import CHARGE_UNITS
+from ledger.jobs import job_charge
 from ledger.plain_jobs import PlainLine
 from ledger.store import log_tables
 from ledger.store.connections import Connection, parse_store_url
@@ -119,8 +120,8 @@ def prepare(task: tuple[int, list[bytes], str, str]) -> Prepared:
         elif userid is None:
             userid = site.userid_of[username]
         bank = record.get("bank") or site.default_bank[username]
-        nnodes = record["nnodes"]
-        charge = round(nnodes * (t_inactive - t_run), 5)
+        nnodes, ncores, ngpus = record["nnodes"], record["ncores"], record.get("ngpus", 0)
+        charge = job_charge(nnodes, ncores, ngpus, t_run, t_inactive)
         job_id = str(record["id"])
         jobs.append(
             (
@@ -133,10 +134,10 @@ def prepare(task: tuple[int, list[bytes], str, str]) -> Prepared:
                 t_run,
                 t_inactive,
                 nnodes,
-                record["ncores"],
-                record.get("ngpus", 0),
+                ncores,
+                ngpus,
                 charge,
-                round(charge * CHARGE_UNITS),
+                usage_tables.charge_units(charge),
                 period_of(t_inactive, PARAMS),
                 position,
             )

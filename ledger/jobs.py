@@ -194,6 +194,8 @@ EpochSeconds = Annotated[
 ]
 UserId = Annotated[int, Strict(), Field(ge=0, le=USERID_MAX)]
 Urgency = Annotated[int, Strict(), Field(ge=0, le=URGENCY_MAX)]
+# The fields holding names, which must be printable (bounds.check_name).
+NAME_FIELDS = ("username", "bank", "queue", "project", "cluster")
 LATEST_TIME = "latest_time"  # validation context: the latest time a job may have ended
 
 
@@ -315,7 +317,7 @@ class JobRecord(BaseModel):
             raise ValueError("must not be empty")
         return value
 
-    @field_validator("username", "bank", "queue", "project", "cluster")
+    @field_validator(*NAME_FIELDS)
     @classmethod
     def _printable_name(cls, value: str | None, info: ValidationInfo) -> str | None:
         if value is not None:

@@ -22,7 +22,7 @@ from typing_extensions import TypedDict
 from ledger import bounds
 from ledger.errors import InvalidValue
 from ledger.job_ids import JOB_ID_MAX
-from ledger.jobs import Count, EpochSeconds, JobRecord, Urgency, UserId
+from ledger.jobs import NAME_FIELDS, Count, EpochSeconds, JobRecord, Urgency, UserId
 
 # The model's own id field takes strings too (Flux's forms), through a Python validator.
 PlainJobId = Annotated[int, Strict(), Field(ge=0, le=JOB_ID_MAX)]
@@ -51,7 +51,6 @@ class PlainLine(TypedDict, total=False):
 
 
 _READ = TypeAdapter(PlainLine)
-_NAMES = ("username", "bank", "queue", "project", "cluster")  # JobRecord checks these
 # A record's attributes in the model's order, each with its default: a template for __dict__.
 _TEMPLATE: dict[str, Any] = {
     name: (None if field.is_required() else field.default)
@@ -66,7 +65,7 @@ def plain_job(line: str | bytes, latest: float | None = None) -> JobRecord | Non
         data = cast(dict[str, Any], _READ.validate_json(line))  # a TypedDict is a dict
     except ValidationError:
         return None
-    for name in _NAMES:
+    for name in NAME_FIELDS:
         value = data.get(name)
         if value is not None:
             if not value.strip():

@@ -127,12 +127,12 @@ class Explanation:
 def find_job(conn: Connection, job_id: int, cluster: str | None, shown: str) -> RecordedJob:
     """The recorded job with this id (on `cluster`, or on the only cluster that has it)."""
     if cluster is not None:
-        where, params = "cluster = ? AND id = ?", [cluster, str(job_id)]
+        clause, params = "cluster = ? AND id = ?", [cluster, str(job_id)]
     else:
-        where, params = by_id(conn, str(job_id))
+        clause, params = by_id(conn, str(job_id))
     rows = conn.query(
         "SELECT cluster, id, userid, username, bank, queue, t_submit, t_inactive, urgency, "
-        f"charge FROM jobs WHERE {where} ORDER BY cluster",
+        f"charge FROM jobs WHERE {clause} ORDER BY cluster",
         params,
     )
     where = f" on cluster {cluster}" if cluster is not None else ""
