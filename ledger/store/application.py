@@ -15,7 +15,7 @@ import random
 import sqlite3
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
@@ -400,52 +400,88 @@ class Ledger(Application):
             digests = [record_digest(record) for record in records]
         elif len(digests) != len(records):
             raise ValueError(f"{len(digests)} digests for {len(records)} records")
+        chosen = digests
+        return self._write(lambda conn: self._record_fresh(conn, records, chosen, reason, source))
 
-        def work(conn: Connection) -> Recorded:
-            outcome = Recorded()
-            logged = log_tables.known_keys(conn, [job_key(r) for r in records])
-            fresh: dict[tuple[str, str], tuple[dict[str, Any], str]] = {}
-            for record, digest in zip(records, digests, strict=True):
-                key = job_key(record)
-                earlier = logged.get(key) or ((fresh[key][1], 0) if key in fresh else None)
-                if earlier is None:
-                    fresh[key] = (record, digest)
-                elif earlier[0] == digest:
-                    outcome.duplicate += 1
-                else:
-                    outcome.conflicts.append(Conflict(key, earlier[1]))
-            if not fresh:
-                return outcome
-            kept = list(fresh.values())
-            head = log_tables.stream_version(conn, JOBLOG_ID)
-            stamp = self.stamp(reason, source)
-            batches = [
-                JobLog.JobsRecorded(  # type: ignore[call-arg]
-                    originator_id=JOBLOG_ID,
-                    originator_version=head + 1 + n,
-                    records=[r for r, _ in kept[start : start + BATCH_SIZE]],
-                    **stamp.kwargs(),
-                )
-                for n, start in enumerate(range(0, len(kept), BATCH_SIZE))
-            ]
-            positions = self._append(conn, batches)
-            # In bulk (COPY on PostgreSQL), not log_tables.insert_keys's ON CONFLICT: under the
-            # writers' lock, known_keys has just shown that none of these keys is there.
-            conn.insert_rows(
-                log_tables.JOB_KEYS,
-                log_tables.JOB_KEY_COLUMNS,
-                [
-                    (*job_key(record), digest, position)
-                    for position, start in zip(
-                        positions, range(0, len(kept), BATCH_SIZE), strict=True
-                    )
-                    for record, digest in kept[start : start + BATCH_SIZE]
-                ],
-            )
-            outcome.recorded = [r for r, _ in kept]
-            return outcome
+    def record_job_chunks(
+        self,
+        chunks: Iterator[tuple[list[dict[str, Any]], list[str]]],
+        kept: Callable[[Recorded], T],
+        reason: str = "",
+        source: dict[str, Any] | None = None,
+    ) -> list[T]:
+        """Record each chunk of (records, their digests) as record_jobs records it, all in one
+        transaction, each chunk taken from `chunks` while it is open: ingest validates the
+        rest of its input meanwhile, and an error raised while taking a chunk (a bad line)
+        rolls back every chunk before it. What `kept` keeps of what each chunk gave (made as
+        it is recorded, so that the records need not be held), in order, once committed.
+
+        Only the lock is retried: a transaction that has taken a chunk cannot take it again,
+        so a lost race after that ends the write."""
+
+        taken = False
+
+        def work(conn: Connection) -> list[T]:
+            nonlocal taken
+            if taken:
+                raise WriteFailed("a concurrent writer took the ledger part-way through")
+            outcomes = []
+            for records, digests in chunks:
+                taken = True
+                outcomes.append(kept(self._record_fresh(conn, records, digests, reason, source)))
+            return outcomes
 
         return self._write(work)
+
+    def _record_fresh(
+        self,
+        conn: Connection,
+        records: list[dict[str, Any]],
+        digests: Sequence[str],
+        reason: str,
+        source: dict[str, Any] | None,
+    ) -> Recorded:
+        """In the open transaction: the records the log does not hold yet, appended."""
+        outcome = Recorded()
+        logged = log_tables.known_keys(conn, [job_key(r) for r in records])
+        fresh: dict[tuple[str, str], tuple[dict[str, Any], str]] = {}
+        for record, digest in zip(records, digests, strict=True):
+            key = job_key(record)
+            earlier = logged.get(key) or ((fresh[key][1], 0) if key in fresh else None)
+            if earlier is None:
+                fresh[key] = (record, digest)
+            elif earlier[0] == digest:
+                outcome.duplicate += 1
+            else:
+                outcome.conflicts.append(Conflict(key, earlier[1]))
+        if not fresh:
+            return outcome
+        kept = list(fresh.values())
+        head = log_tables.stream_version(conn, JOBLOG_ID)
+        stamp = self.stamp(reason, source)
+        batches = [
+            JobLog.JobsRecorded(  # type: ignore[call-arg]
+                originator_id=JOBLOG_ID,
+                originator_version=head + 1 + n,
+                records=[r for r, _ in kept[start : start + BATCH_SIZE]],
+                **stamp.kwargs(),
+            )
+            for n, start in enumerate(range(0, len(kept), BATCH_SIZE))
+        ]
+        positions = self._append(conn, batches)
+        # In bulk (COPY on PostgreSQL), not log_tables.insert_keys's ON CONFLICT: under the
+        # writers' lock, known_keys has just shown that none of these keys is there.
+        conn.insert_rows(
+            log_tables.JOB_KEYS,
+            log_tables.JOB_KEY_COLUMNS,
+            [
+                (*job_key(record), digest, position)
+                for position, start in zip(positions, range(0, len(kept), BATCH_SIZE), strict=True)
+                for record, digest in kept[start : start + BATCH_SIZE]
+            ],
+        )
+        outcome.recorded = [r for r, _ in kept]
+        return outcome
 
     def refresh_statistics(self, read_models: Sequence[str]) -> None:
         """After a large load: planner statistics for the log's tables and `read_models`."""
@@ -532,13 +568,17 @@ class Ledger(Application):
                 f"the read models cannot hold this change ({_first_line(err)}); nothing recorded"
             ) from None
         self._after_commit.append(keep)
-        self._after_commit.append(lambda: self._snapshot(events))
+        # Only the site's events, not the jobs': a transaction of many job batches (ingest's)
+        # would hold every record until it commits.
+        site = [e for e in events if e.originator_id == SITE_ID]
+        if site:
+            self._after_commit.append(lambda: self._snapshot(site))
         return positions
 
-    def _snapshot(self, events: Sequence[Any]) -> None:
-        """At most one snapshot per save, at the newest interval it reaches: an import saves
-        thousands of Site events at once, and its intermediate versions share one time."""
-        site = [e for e in events if e.originator_id == SITE_ID]
+    def _snapshot(self, site: Sequence[Any]) -> None:
+        """At most one snapshot per save of `site` events, at the newest interval it reaches:
+        an import saves thousands of Site events at once, and its intermediate versions share
+        one time."""
         versions = [
             e.originator_version for e in site if e.originator_version % SNAPSHOT_INTERVAL == 0
         ]

@@ -367,7 +367,12 @@ def _fold(ledger: Ledger, conn: Connection, appended: list[tuple[int, Any]]) -> 
     neutralized = in_log(ledger, position, committed) if position < committed else Neutralizations()
     neutralized.honour(event for _, event in appended)
     folder = _Folder(conn, _folded_state(ledger, site_version), site_version, neutralized)
-    _FOLDED.pop(ledger, None)  # folding mutates it: cached again only once committed
+    if position >= committed and all(isinstance(e, JobLog.JobsRecorded) for _, e in appended):
+        # Job batches leave the site as it was: its state is cached at once, for the next
+        # fold of the same transaction (ingest records a file's pieces in one).
+        _FOLDED[ledger] = (site_version, folder.state)
+    else:
+        _FOLDED.pop(ledger, None)  # folding mutates it: cached again only once committed
     start = position
     while start < committed and (
         page := ledger.recorder.select_notifications(
