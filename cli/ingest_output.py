@@ -90,7 +90,8 @@ class _ProgressBar:
                 self.progress.start()
                 self.task = self.progress.add_task("ingesting", total=total)
         if self.progress is not None:
-            self.progress.update(self.task, completed=done)
+            # A file recorded while it is validated grows its total as it is read.
+            self.progress.update(self.task, completed=done, total=total)
 
     def close(self) -> None:
         if self.progress is not None:

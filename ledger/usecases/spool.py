@@ -29,6 +29,11 @@ def chunk_bytes(records: list[Spooled]) -> bytes:
     return pickle.dumps(records, pickle.HIGHEST_PROTOCOL)
 
 
+def records_of(data: bytes) -> list[Spooled]:
+    """The records of one chunk's bytes (chunk_bytes)."""
+    return pickle.loads(data)  # type: ignore[no-any-return]
+
+
 def spooled(spool: IO[bytes]) -> Iterator[Spooled]:
     """Every record written to `spool`, with its digest, in order."""
     spool.seek(0)

@@ -55,16 +55,6 @@ class Validated:
     bad: list[BadLine]
     skipped: Counter[str]  # lines that are no ended job, by kind (sacct's steps, say)
 
-    @classmethod
-    def joined(cls, pieces: list[Validated]) -> Validated:
-        """A chunk validated in pieces, as validating it whole would give it."""
-        return cls(
-            [data for piece in pieces for data in piece.spooled],
-            [charge for piece in pieces for charge in piece.charges],
-            [line for piece in pieces for line in piece.bad],
-            sum((piece.skipped for piece in pieces), Counter()),
-        )
-
 
 def validate_chunk(
     chunk: list[Any],
@@ -103,20 +93,28 @@ class Helpers:
     Pipes, rather than a multiprocessing pool: when the command's process ends, even by
     SIGKILL, a helper's stdin ends and so does the helper (a pool's workers hold both ends of
     their queue and would wait for ever), and nothing of the program that called the command
-    is imported again in them. Work is given round-robin and taken back in the same order; each
-    helper's work is written by a thread of its own, so a helper blocked writing a result
-    never waits on a command blocked writing its next piece."""
+    is imported again in them. Work is given round-robin and taken back in the same order.
+    Each helper has two threads here: one writes its work, so that a helper blocked writing a
+    result never waits on a command blocked writing its next piece; one reads its answers as
+    they come, so that a helper never waits for the command to take one (a pipe holds less
+    than one answer) while the command records what it took before."""
 
     def __init__(self, count: int, terms: Terms) -> None:
         self._procs = [start_helper("ledger.usecases.validation") for _ in range(count)]
         self._work: list[queue.SimpleQueue[tuple[list[Any], int] | None]] = []
-        self._writers = []
+        self._answers: list[queue.SimpleQueue[Validated | BaseException | None]] = []
+        self._threads = []
         for proc in self._procs:
             work: queue.SimpleQueue[tuple[list[Any], int] | None] = queue.SimpleQueue()
-            writer = threading.Thread(target=_feed, args=(proc, terms, work), daemon=True)
-            writer.start()
+            answers: queue.SimpleQueue[Validated | BaseException | None] = queue.SimpleQueue()
+            for thread in (
+                threading.Thread(target=_feed, args=(proc, terms, work), daemon=True),
+                threading.Thread(target=_drain, args=(proc, answers), daemon=True),
+            ):
+                thread.start()
+                self._threads.append(thread)
             self._work.append(work)
-            self._writers.append(writer)
+            self._answers.append(answers)
         self._given = 0  # pieces given, the next goes to helper given % count
         self._taken = 0
 
@@ -126,35 +124,38 @@ class Helpers:
 
     def take(self) -> Validated:
         """What the earliest piece not yet taken gave."""
-        proc = self._procs[self._taken % len(self._procs)]
+        index = self._taken % len(self._procs)
         self._taken += 1
-        assert proc.stdout is not None
-        try:
-            answer = pickle.load(proc.stdout)
-        except (EOFError, pickle.UnpicklingError):
+        answer = self._answers[index].get()
+        if answer is None:
             raise InvalidValue(
-                f"a helper process validating the input ended (exit status {proc.wait()})"
-            ) from None
+                "a helper process validating the input ended "
+                f"(exit status {self._procs[index].wait()})"
+            )
         if isinstance(answer, BaseException):
             raise answer
-        return answer  # type: ignore[no-any-return]
+        return answer
 
     def close(self) -> None:
-        """End every helper: a helper writing an answer that will not be read ends at once,
-        an idle one when its stdin closes; one that has not ended within a second is killed."""
-        for proc in self._procs:
-            if proc.stdout is not None:
-                proc.stdout.close()
+        """End every helper: one still working on pieces that will not be taken (the input
+        was refused) is killed, an idle one ends when its stdin closes; one that has not ended
+        within a second is killed."""
+        if self._taken < self._given:
+            for proc in self._procs:
+                proc.kill()
         for work in self._work:
             work.put(None)
-        for writer in self._writers:
-            writer.join(timeout=1)
         for proc in self._procs:
             try:
                 proc.wait(timeout=1)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+        for thread in self._threads:
+            thread.join(timeout=1)
+        for proc in self._procs:
+            if proc.stdout is not None:
+                proc.stdout.close()
 
 
 def _feed(proc: subprocess.Popen[bytes], terms: Terms, work: queue.SimpleQueue[Any]) -> None:
@@ -171,6 +172,18 @@ def _feed(proc: subprocess.Popen[bytes], terms: Terms, work: queue.SimpleQueue[A
     finally:
         with contextlib.suppress(OSError):
             proc.stdin.close()
+
+
+def _drain(
+    proc: subprocess.Popen[bytes], answers: queue.SimpleQueue[Validated | BaseException | None]
+) -> None:
+    """A reader thread: each answer of the helper as it comes; None once it has ended."""
+    assert proc.stdout is not None
+    try:
+        while True:
+            answers.put(pickle.load(proc.stdout))
+    except (EOFError, OSError, ValueError, pickle.UnpicklingError):
+        answers.put(None)
 
 
 def _serve() -> None:

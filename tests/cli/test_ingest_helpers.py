@@ -7,8 +7,10 @@ The chunks and pieces are made tiny here, so that a few dozen lines span many of
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
+from typing import Any
 from uuid import UUID
 
 import pytest
@@ -22,25 +24,27 @@ PIECE = 2  # lines a helper validates at a time
 NOT_JSON = "not valid JSON: Expecting property name enclosed in double quotes (column 2)"
 
 
-def in_processes(monkeypatch: pytest.MonkeyPatch, helpers: int) -> None:
-    """Tiny chunks and pieces, and pass 1 in `helpers` helper processes (1: in the command's
-    own process, the reference), whatever the machine's CPUs and wherever the store's server."""
+def in_processes(monkeypatch: pytest.MonkeyPatch, cpus: int) -> None:
+    """Tiny chunks and pieces, and `cpus` idle CPUs for pass 1, whatever the machine's and
+    wherever the store's server: 1, the command's own process alone (the reference); 2, a
+    file is recorded while one helper validates it (a pipe is validated by two first); 3, a
+    file is recorded while two helpers validate it."""
     monkeypatch.setattr(ingest_use_case, "CHUNK_LINES", CHUNK)
     monkeypatch.setattr(ingest_use_case, "HELPER_LINES", PIECE)
-    monkeypatch.setattr(ingest_use_case, "_helpers", lambda store: helpers)
+    monkeypatch.setattr(ingest_use_case, "_idle_cpus", lambda store: cpus)
 
 
 def both_ways(
     store: Store, monkeypatch: pytest.MonkeyPatch, *args: str, expect: int = 0
 ) -> tuple[str, str]:
     """(stdout, stderr) of `ingest ARGS` in one process, having checked that the helpers give
-    the same."""
+    the same, one or two of them."""
     runs = []
-    for helpers in (1, 2):
-        in_processes(monkeypatch, helpers)
+    for cpus in (1, 2, 3):
+        in_processes(monkeypatch, cpus)
         result = store.run("ingest", *args, expect=expect)
         runs.append((result.stdout, result.stderr))
-    assert runs[1] == runs[0]
+    assert runs[1:] == [runs[0], runs[0]]
     return runs[0]
 
 
@@ -146,7 +150,7 @@ def test_no_helpers_beside_a_postgresql_server_on_this_machine(url: str, here: b
     store = parse_store_url(url)
     assert store.server_here is here
     if here:
-        assert ingest_use_case._helpers(store) == 0
+        assert ingest_use_case._idle_cpus(store) == 0
 
 
 def sacct_line(n: int) -> str:
@@ -270,3 +274,110 @@ def test_the_digests_made_in_the_helpers_are_those_of_the_records_logged(
         ledger.close()
     assert len(logged) == 20
     assert indexed == logged
+
+
+# --- a file recorded while it is validated -----------------------------------------------------
+
+
+def test_a_pipe_is_validated_first_by_two_helpers(
+    ledger_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Standard input may be a pipe whose writer runs for minutes: the ledger is not locked
+    while it is read. It is validated by two helpers into the spool, then recorded, and a bad
+    line in its last chunk still records nothing."""
+    site(ledger_store)
+    position = ledger_store.log_position()
+    good = "".join(json.dumps(job(n, end=T0 - n, duration=n)) + "\n" for n in range(1, 31))
+    calls = spy_transactions(monkeypatch)
+    in_processes(monkeypatch, 2)
+    refused = ledger_store.run("ingest", "-", input=good + "{not json\n", expect=1)
+    assert refused.stderr == f"fairledger: -: line 31: {NOT_JSON}; nothing recorded\n"
+    assert ledger_store.log_position() == position
+    assert calls == []  # refused before any transaction began
+    assert ledger_store.run("ingest", "-", input=good).stdout == counts(30)
+    assert calls == ["record_jobs"]  # the spool, in one transaction of RECORD_LINES
+    assert sorted(int(job_id) for _, job_id in jobs(ledger_store)) == list(range(1, 31))
+
+
+def test_a_file_is_recorded_in_one_transaction_while_it_is_validated(
+    ledger_store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site(ledger_store)
+    calls = spy_transactions(monkeypatch)
+    in_processes(monkeypatch, 2)
+    path = write(tmp_path / "long.jsonl", *(job(n, end=T0 - n, duration=n) for n in range(1, 31)))
+    assert ledger_store.run("ingest", path).stdout == counts(30)
+    assert calls == ["record_job_chunks"]
+    assert {job_id: row["charge"] for (_, job_id), row in jobs(ledger_store).items()} == {
+        str(n): float(n) for n in range(1, 31)
+    }
+
+
+def test_a_write_failing_part_way_through_a_file_records_nothing(
+    ledger_store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pieces recorded before the failure are in the same transaction: rolled back with
+    it, so the message is the store's own, not how far the ingest got."""
+    from ledger.errors import WriteFailed
+    from ledger.store.application import Ledger
+
+    site(ledger_store)
+    position = ledger_store.log_position()
+    real = Ledger._record_fresh
+    pieces = {"n": 0}
+
+    def failing_fourth(self: Ledger, *args: Any) -> Any:
+        pieces["n"] += 1
+        if pieces["n"] == 4:
+            raise WriteFailed("disk full")
+        return real(self, *args)
+
+    monkeypatch.setattr(Ledger, "_record_fresh", failing_fourth)
+    in_processes(monkeypatch, 2)
+    path = write(tmp_path / "long.jsonl", *(job(n) for n in range(1, 25)))
+    result = ledger_store.run("ingest", path, expect=1)
+    assert (result.stdout, result.stderr) == ("", "fairledger: disk full; nothing recorded\n")
+    assert pieces["n"] == 4
+    assert ledger_store.log_position() == position
+
+
+def test_past_held_lines_the_rest_is_validated_before_anything_commits(
+    ledger_store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first HELD_LINES lines are recorded while the rest is validated into the spool;
+    the transaction commits only once every line passed, and the spool is then recorded in
+    transactions of RECORD_LINES."""
+    site(ledger_store)
+    position = ledger_store.log_position()
+    calls = spy_transactions(monkeypatch)
+    in_processes(monkeypatch, 2)
+    monkeypatch.setattr(ingest_use_case, "HELD_LINES", 8)
+    monkeypatch.setattr(ingest_use_case, "RECORD_LINES", 10)
+    lines = [job(n, end=T0 - n, duration=n) for n in range(1, 41)]
+    path = write(tmp_path / "bad.jsonl", *lines, "{not json")
+    refused = ledger_store.run("ingest", path, expect=1)
+    assert refused.stderr == f"fairledger: {path}: line 41: {NOT_JSON}; nothing recorded\n"
+    assert ledger_store.log_position() == position
+    path = write(tmp_path / "good.jsonl", *lines)
+    assert ledger_store.run("ingest", path).stdout == counts(40)
+    # 8 lines held (4 pieces of 2), then 32 in transactions of 10
+    assert calls == ["record_job_chunks"] * 2 + ["record_jobs"] * 4
+    assert {job_id: row["charge"] for (_, job_id), row in jobs(ledger_store).items()} == {
+        str(n): float(n) for n in range(1, 41)
+    }
+
+
+def spy_transactions(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the Ledger's job-recording transactions, as they begin."""
+    from ledger.store.application import Ledger
+
+    calls: list[str] = []
+    for name in ("record_jobs", "record_job_chunks"):
+        real = getattr(Ledger, name)
+
+        def spy(self: Ledger, *args: Any, _real: Any = real, _name: str = name, **kw: Any) -> Any:
+            calls.append(_name)
+            return _real(self, *args, **kw)
+
+        monkeypatch.setattr(Ledger, name, spy)
+    return calls

@@ -116,6 +116,31 @@ def test_records_in_transactions_and_reports_progress(
     assert progress == [(0, 5), (2, 5), (4, 5), (5, 5)]
 
 
+def test_a_file_is_recorded_while_it_is_read_and_its_progress_counts_what_was_read(
+    session: Session, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With an idle CPU for a helper, a file's pieces are recorded as they come back, before
+    the rest of it is read: each progress report counts the lines read so far (3 chunks of 6
+    ahead, a piece of 2 recorded at a time)."""
+    monkeypatch.setattr(ingest_usecase, "CHUNK_LINES", 6)
+    monkeypatch.setattr(ingest_usecase, "HELPER_LINES", 2)
+    monkeypatch.setattr(ingest_usecase, "_idle_cpus", lambda store: 2)
+    path = tmp_path / "jobs.jsonl"
+    path.write_text("".join(json.dumps(job(n)) + "\n" for n in range(1, 31)))
+    progress: list[tuple[int, int]] = []
+    result = ingest(
+        session,
+        input_lines(str(path), "jsonl"),
+        str(path),
+        "jsonl",
+        notes=IngestNotes(progress=lambda done, total: progress.append((done, total))),
+    )
+    assert (result.recorded, result.lines) == (30, 30)
+    assert progress[:7] == [(2, 18), (4, 18), (6, 18), (8, 24), (10, 24), (12, 24), (14, 30)]
+    assert progress[-2:] == [(30, 30), (30, 30)]  # the last piece, then the (empty) spool's
+    assert recorded_ids(session) == [str(n) for n in range(1, 31)]
+
+
 def test_a_failure_after_some_transactions_says_how_far_and_rerunning_completes(
     session: Session, monkeypatch: pytest.MonkeyPatch
 ) -> None:
