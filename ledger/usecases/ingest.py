@@ -7,7 +7,7 @@ records nothing and a million-line input never sits in memory; pass 2 records th
 transactions of RECORD_LINES jobs. A pass-2 failure after some transactions committed says
 how many jobs are recorded: running the same command again completes the input.
 
-A file validated by helper processes is recorded while they validate it: each chunk as it
+A file validated by helper processes is recorded while they validate it: each piece as it
 comes back, in one transaction that commits only once every line has passed, so that a bad
 line still records nothing (up to HELD_LINES lines; the rest goes through the spool)."""
 
@@ -54,7 +54,7 @@ CHUNKS_AHEAD = 3
 # (5,000 was kept while the library's pipelined insert of 50 events could hang PostgreSQL;
 # the log's own tables insert one event a statement since.)
 RECORD_LINES = 25_000
-# A file validated by helpers is recorded chunk by chunk while they validate the rest, in one
+# A file validated by helpers is recorded piece by piece while they validate the rest, in one
 # transaction: pass 2 no longer waits for pass 1, which it outlasts (125,000 jobs on SQLite:
 # 1.4 s of validating before 2.5 s of recording). The transaction holds the writers' lock
 # meanwhile, so only a file is read so (a pipe could keep the ledger locked as long as its
@@ -176,14 +176,14 @@ def record_input(
         result = IngestResult()
         # `mark` is this process's own (a closure over the import's balances): it amends the
         # records where they are validated, so an input it marks is validated here.
-        cpus = _idle_cpus(ledger.store) if mark is None else 0
-        held = from_file and cpus > 1
+        helpers = _helpers(ledger.store) if mark is None else 0
+        held = from_file and helpers > 0
         terms = Terms(bounds.latest_time(real_now()), state, read_lines)
-        pass1 = _Pass1(lines, skip_invalid, name, terms, charged, mark, _helpers(cpus, held))
+        pass1 = _Pass1(lines, skip_invalid, name, terms, charged, mark, helpers)
         resolver = AssociationResolver(state)
         if held:
             outcomes = ledger.record_job_chunks(
-                pass1.held_chunks(spool, notes),
+                pass1.held_parts(spool, notes),
                 lambda outcome: _Tally.of(outcome, resolver),
                 reason=reason,
                 source=origin,
@@ -237,9 +237,9 @@ class _Pass1:
         self.bad: list[BadLine] = []
         self.read = 0  # lines validated
         self.skipped: Counter[str] = Counter()  # lines that are no ended job, by kind
-        self.held = 0  # records taken by held_chunks
+        self.held = 0  # records taken by held_parts
 
-    def chunks(self) -> Iterator[list[bytes]]:
+    def parts(self) -> Iterator[list[bytes]]:
         """Each part's records as the spool holds them, in order, as it is validated. A
         chunk's bad lines are refused, and its charges counted, once the whole chunk is
         validated, as one process validating it whole would do: its parts are not recorded
@@ -266,24 +266,24 @@ class _Pass1:
 
     def to_spool(self, spool: IO[bytes]) -> None:
         """Every chunk into `spool`."""
-        for pieces in self.chunks():
-            for data in pieces:
+        for part in self.parts():
+            for data in part:
                 spool.write(data)
 
-    def held_chunks(
+    def held_parts(
         self, spool: IO[bytes], notes: IngestNotes
     ) -> Iterator[tuple[list[dict[str, Any]], list[str]]]:
-        """(records, digests) of each chunk to record while the rest is validated, up to
-        HELD_LINES lines; the chunks after them go into `spool`, and this ends only once every
-        line has passed."""
-        for pieces in self.chunks():
+        """(records, digests) of each part to record while the rest is validated, up to
+        HELD_LINES records; the parts after them go into `spool`, and this ends only once
+        every line has passed."""
+        for part in self.parts():
             if self.held >= HELD_LINES:
-                for data in pieces:
+                for data in part:
                     spool.write(data)
                 continue
-            chunk = [item for data in pieces for item in records_of(data)]
-            yield [record for record, _ in chunk], [digest for _, digest in chunk]
-            self.held += len(chunk)
+            records = [item for data in part for item in records_of(data)]
+            yield [record for record, _ in records], [digest for _, digest in records]
+            self.held += len(records)
             notes.progress(self.held, self.reading.lines)
 
 
@@ -366,25 +366,16 @@ def _errors_last(chunks: Iterator[list[Any]]) -> Iterator[list[Any] | Exception]
         yield err
 
 
-def _idle_cpus(store: StoreConfig) -> int:
-    """The CPUs an ingest may give helper processes: the idle ones as it starts, at most
-    MAX_HELPERS. None beside a PostgreSQL server on this machine, which needs the CPUs while
-    other ingesters record: with helpers there, one ingester of 1M jobs in `make bench` gains
-    12% (20,006 -> 22,455 jobs/s, at stop 34), but four at once gain nothing, and fall from
-    1.16x to 0.94x one ingester's rate (docs/architecture.md, "Ingest speed")."""
+def _helpers(store: StoreConfig) -> int:
+    """How many helper processes pass 1 may use: the idle CPUs as it starts, at most
+    MAX_HELPERS, and none on one CPU (a helper would only take the place of this process).
+    None beside a PostgreSQL server on this machine, which needs the CPUs while other
+    ingesters record: with helpers there, one ingester of 1M jobs in `make bench` gains 12%
+    (20,006 -> 22,455 jobs/s, at stop 34), but four at once gain nothing, and fall from 1.16x
+    to 0.94x one ingester's rate (docs/architecture.md, "Ingest speed")."""
     if store.server_here:
         return 0
-    return min(idle_cpus(), MAX_HELPERS)
-
-
-def _helpers(cpus: int, held: bool) -> int:
-    """How many helper processes validate a long input, given `cpus` idle CPUs. Recorded
-    while it is validated (`held`), one CPU is kept for the recording, which is the slower:
-    on 2 CPUs, one helper keeps ahead of it, where a second slowed it down (125,000 jobs on
-    SQLite: 3.43-3.70 s against 3.97-4.22 s). Validated first, one helper would only take
-    the place of this process, which waits: two or none."""
-    if held:
-        return cpus - 1
+    cpus = min(idle_cpus(), MAX_HELPERS)
     return cpus if cpus > 1 else 0
 
 

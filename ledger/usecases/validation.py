@@ -8,6 +8,7 @@ connection, and may hold threads), which learns the site's state once, when it s
 from __future__ import annotations
 
 import contextlib
+import os
 import pickle
 import queue
 import signal
@@ -29,6 +30,14 @@ if TYPE_CHECKING:
     from ledger.ingest import BadLine
     from ledger.slurm.sacct_jobs import SacctLines
     from ledger.state import SiteState
+
+
+# Helpers run below the command's priority: a file is recorded while they validate it, and
+# the recording, in the command's process, is what the ingest waits for. As many helpers as
+# idle CPUs then let the scheduler share them: on 2 CPUs, 125,000 jobs into a SQLite ledger
+# took 3.43 s from JSON lines and 4.80 s from sacct's, against 3.42 and 5.77-6.08 s with one
+# helper and 3.97-4.22 s (JSON) with two at the command's priority.
+HELPER_NICENESS = 10
 
 
 @dataclass(frozen=True)
@@ -191,6 +200,7 @@ def _serve() -> None:
     the error raised) pickled to stdout. Ctrl-C reaches the whole process group: the command
     says it was interrupted and ends its helpers, which must not print their own."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    os.nice(HELPER_NICENESS)
     source, sink = sys.stdin.buffer, sys.stdout.buffer
     try:
         terms = pickle.load(source)

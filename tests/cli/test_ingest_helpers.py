@@ -15,6 +15,7 @@ from uuid import UUID
 
 import pytest
 
+from ledger.machine import MAX_HELPERS
 from ledger.usecases import ingest as ingest_use_case
 from tests.cli.test_ingest import counts, job, jobs, site, write
 from tests.conftest import T0, Store
@@ -24,14 +25,13 @@ PIECE = 2  # lines a helper validates at a time
 NOT_JSON = "not valid JSON: Expecting property name enclosed in double quotes (column 2)"
 
 
-def in_processes(monkeypatch: pytest.MonkeyPatch, cpus: int) -> None:
-    """Tiny chunks and pieces, and `cpus` idle CPUs for pass 1, whatever the machine's and
-    wherever the store's server: 1, the command's own process alone (the reference); 2, a
-    file is recorded while one helper validates it (a pipe is validated by two first); 3, a
-    file is recorded while two helpers validate it."""
+def in_processes(monkeypatch: pytest.MonkeyPatch, helpers: int) -> None:
+    """Tiny chunks and pieces, and pass 1 in `helpers` helper processes (0: in the command's
+    own process, the reference), whatever the machine's CPUs and wherever the store's
+    server. A file is recorded while they validate it; a pipe is validated first."""
     monkeypatch.setattr(ingest_use_case, "CHUNK_LINES", CHUNK)
     monkeypatch.setattr(ingest_use_case, "HELPER_LINES", PIECE)
-    monkeypatch.setattr(ingest_use_case, "_idle_cpus", lambda store: cpus)
+    monkeypatch.setattr(ingest_use_case, "_helpers", lambda store: helpers)
 
 
 def both_ways(
@@ -40,8 +40,8 @@ def both_ways(
     """(stdout, stderr) of `ingest ARGS` in one process, having checked that the helpers give
     the same, one or two of them."""
     runs = []
-    for cpus in (1, 2, 3):
-        in_processes(monkeypatch, cpus)
+    for helpers in (0, 1, 2):
+        in_processes(monkeypatch, helpers)
         result = store.run("ingest", *args, expect=expect)
         runs.append((result.stdout, result.stderr))
     assert runs[1:] == [runs[0], runs[0]]
@@ -100,7 +100,7 @@ def test_helpers_set_aside_the_same_lines(
     assert [line.split(": nnodes")[0] for line in by_helpers.stderr.splitlines()] == [
         f"fairledger: skipped {path}: line {n}" for n in (3, 8, 15)
     ]
-    in_processes(monkeypatch, 1)
+    in_processes(monkeypatch, 0)
     alone = ledger_store.run("ingest", path, "--skip-invalid")
     assert alone.stdout == "recorded 0, duplicate 17, unmatched 0, invalid 3\n"
     assert alone.stderr == by_helpers.stderr + "nothing new: every job was already recorded\n"
@@ -150,7 +150,18 @@ def test_no_helpers_beside_a_postgresql_server_on_this_machine(url: str, here: b
     store = parse_store_url(url)
     assert store.server_here is here
     if here:
-        assert ingest_use_case._idle_cpus(store) == 0
+        assert ingest_use_case._helpers(store) == 0
+
+
+@pytest.mark.parametrize(("idle", "helpers"), [(1, 0), (2, 2), (64, MAX_HELPERS)])
+def test_helpers_take_the_idle_cpus_but_one_alone(
+    monkeypatch: pytest.MonkeyPatch, idle: int, helpers: int
+) -> None:
+    """One helper on one CPU would only take the place of the command's own process."""
+    from ledger.store.connections import parse_store_url
+
+    monkeypatch.setattr(ingest_use_case, "idle_cpus", lambda: idle)
+    assert ingest_use_case._helpers(parse_store_url("sqlite:///ledger.db")) == helpers
 
 
 def sacct_line(n: int) -> str:
@@ -193,7 +204,7 @@ def test_helpers_read_sacct_lines_as_one_process_does(
     assert sorted(int(job_id) for _, job_id in recorded) == [
         n for n in range(1, 41) if n % 7 not in (2, 4) and n != 12
     ]
-    in_processes(monkeypatch, 1)
+    in_processes(monkeypatch, 0)
     alone = ledger_store.run(*args)
     assert alone.stdout == by_helpers.stdout.replace(
         "recorded 27, duplicate 0", "recorded 0, duplicate 27"

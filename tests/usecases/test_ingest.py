@@ -119,12 +119,12 @@ def test_records_in_transactions_and_reports_progress(
 def test_a_file_is_recorded_while_it_is_read_and_its_progress_counts_what_was_read(
     session: Session, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """With an idle CPU for a helper, a file's pieces are recorded as they come back, before
+    """With helpers, a file's pieces are recorded as they come back, before
     the rest of it is read: each progress report counts the lines read so far (3 chunks of 6
     ahead, a piece of 2 recorded at a time)."""
     monkeypatch.setattr(ingest_usecase, "CHUNK_LINES", 6)
     monkeypatch.setattr(ingest_usecase, "HELPER_LINES", 2)
-    monkeypatch.setattr(ingest_usecase, "_idle_cpus", lambda store: 2)
+    monkeypatch.setattr(ingest_usecase, "_helpers", lambda store: 2)
     path = tmp_path / "jobs.jsonl"
     path.write_text("".join(json.dumps(job(n)) + "\n" for n in range(1, 31)))
     progress: list[tuple[int, int]] = []
