@@ -370,9 +370,10 @@ def _helpers(store: StoreConfig) -> int:
     """How many helper processes pass 1 may use: the idle CPUs as it starts, at most
     MAX_HELPERS, and none on one CPU (a helper would only take the place of this process).
     None beside a PostgreSQL server on this machine, which needs the CPUs while other
-    ingesters record: with helpers there, one ingester of 1M jobs in `make bench` gains 12%
-    (20,006 -> 22,455 jobs/s, at stop 34), but four at once gain nothing, and fall from 1.16x
-    to 0.94x one ingester's rate (docs/architecture.md, "Ingest speed")."""
+    ingesters record: with helpers there (and a file recorded while they validate it), one
+    ingester of 400,000 jobs gains 28% (23,552 -> 30,162 jobs/s), but four at once gain
+    nothing (27,575 -> 26,599), and fall from 1.17x to 0.88x one ingester's rate
+    (`bench.concurrent_ingest`; docs/architecture.md, "Ingest speed")."""
     if store.server_here:
         return 0
     cpus = min(idle_cpus(), MAX_HELPERS)
