@@ -182,14 +182,20 @@ def record_input(
         pass1 = _Pass1(lines, skip_invalid, name, terms, charged, mark, helpers)
         resolver = AssociationResolver(state)
         if held:
-            outcomes = ledger.record_job_chunks(
-                pass1.held_parts(spool, notes),
-                lambda outcome: _Tally.of(outcome, resolver),
-                reason=reason,
-                source=origin,
-            )
-            for tally in outcomes:
-                tally.add_to(result, notes)
+            parts = pass1.held_parts(spool, notes)
+            # The first part is validated before the ledger is locked: the helpers' start
+            # and their first answer are not waited for under the lock, which another
+            # ingester may be waiting for.
+            first = next(parts, None)
+            if first is not None:
+                outcomes = ledger.record_job_chunks(
+                    itertools.chain([first], parts),
+                    lambda outcome: _Tally.of(outcome, resolver),
+                    reason=reason,
+                    source=origin,
+                )
+                for tally in outcomes:
+                    tally.add_to(result, notes)
         else:
             pass1.to_spool(spool)
         result.bad, result.lines = pass1.bad, pass1.read

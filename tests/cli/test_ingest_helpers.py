@@ -324,6 +324,24 @@ def test_a_file_is_recorded_in_one_transaction_while_it_is_validated(
     }
 
 
+def test_the_ledger_is_locked_only_once_the_first_piece_is_validated(
+    ledger_store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The helpers start, and answer for the first piece, before the transaction begins: a
+    first piece that cannot be read is refused without one."""
+    site(ledger_store)
+    calls = spy_transactions(monkeypatch)
+    in_processes(monkeypatch, 2)
+    path = tmp_path / "latin1.jsonl"
+    write(path, *(job(n) for n in range(1, 25)))
+    path.write_bytes(b'{"id": "caf\xe9"}\n' + path.read_bytes())
+    result = ledger_store.run("ingest", str(path), expect=1)
+    assert result.stderr == (
+        f"fairledger: {path}: line 1: not UTF-8 (invalid continuation byte); nothing recorded\n"
+    )
+    assert calls == []
+
+
 def test_a_write_failing_part_way_through_a_file_records_nothing(
     ledger_store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
