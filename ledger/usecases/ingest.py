@@ -9,7 +9,7 @@ how many jobs are recorded: running the same command again completes the input.
 
 A file validated by helper processes is recorded while they validate it: each piece as it
 comes back, in one transaction that commits only once every line has passed, so that a bad
-line still records nothing (up to HELD_LINES lines; the rest goes through the spool)."""
+line still records nothing (up to HELD_LINES jobs; the rest goes through the spool)."""
 
 from __future__ import annotations
 
@@ -58,8 +58,9 @@ RECORD_LINES = 25_000
 # transaction: pass 2 no longer waits for pass 1, which it outlasts (125,000 jobs on SQLite:
 # 1.4 s of validating before 2.5 s of recording). The transaction holds the writers' lock
 # meanwhile, so only a file is read so (a pipe could keep the ledger locked as long as its
-# writer runs), and only its first HELD_LINES lines: past them, the rest is validated into
-# the spool, the transaction commits, and the spool is recorded as pass 2 records it.
+# writer runs), and only its first HELD_LINES jobs: past them, the rest is validated into
+# the spool, the transaction commits, and the spool is recorded as pass 2 records it. (SQLite's
+# write-ahead log grows to about what the transaction writes: 543 MB for 1M jobs.)
 HELD_LINES = 1_000_000
 # Jobs recorded by one run from which the tables' planner statistics are refreshed (PostgreSQL's
 # ANALYZE, ~0.1-0.3 s): a load this large changes the row counts the next commands plan with.
@@ -377,8 +378,8 @@ def _helpers(store: StoreConfig) -> int:
     MAX_HELPERS, and none on one CPU (a helper would only take the place of this process).
     None beside a PostgreSQL server on this machine, which needs the CPUs while other
     ingesters record: with helpers there (and a file recorded while they validate it), one
-    ingester of 400,000 jobs gains 28% (23,552 -> 30,162 jobs/s), but four at once gain
-    nothing (27,575 -> 26,599), and fall from 1.17x to 0.88x one ingester's rate
+    ingester of 400,000 jobs gains 31% (23,821 -> 31,168 jobs/s), four at once 5% (27,275 ->
+    28,541), and their ratio to one falls from 1.14x to 0.92x, under the issue's 1.00x
     (`bench.concurrent_ingest`; docs/architecture.md, "Ingest speed")."""
     if store.server_here:
         return 0
