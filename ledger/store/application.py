@@ -396,12 +396,10 @@ class Ledger(Application):
         when it says something else; so is a repeat within `records`. The log's own key index
         decides, not a read model. `digests`: each record's `record_digest`, if the caller
         made them already (ingest's pass 1 does, where it validates each record)."""
-        if digests is None:
-            digests = [record_digest(record) for record in records]
-        elif len(digests) != len(records):
-            raise ValueError(f"{len(digests)} digests for {len(records)} records")
-        chosen = digests
-        return self._write(lambda conn: self._record_fresh(conn, records, chosen, reason, source))
+        made = [record_digest(record) for record in records] if digests is None else digests
+        if len(made) != len(records):
+            raise ValueError(f"{len(made)} digests for {len(records)} records")
+        return self._write(lambda conn: self._record_fresh(conn, records, made, reason, source))
 
     def record_job_chunks(
         self,
