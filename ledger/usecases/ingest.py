@@ -82,7 +82,8 @@ def _ignore(*_: Any) -> None:
 class IngestNotes:
     """What a front end may show while an ingest runs (the result holds the same facts at its
     end): a bad line set aside (with skip_invalid), once validation is done; a conflicting job,
-    as its transaction commits; and progress, (jobs through pass 2, lines in the input)."""
+    as its transaction commits; and progress, (jobs recorded, lines in the input: for a file
+    recorded while it is validated, the lines read so far)."""
 
     skipped: Callable[[BadLine], None] = _ignore
     conflict: Callable[[Conflict], None] = _ignore
