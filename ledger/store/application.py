@@ -414,8 +414,10 @@ class Ledger(Application):
         rolls back every chunk before it. What `kept` keeps of what each chunk gave (made as
         it is recorded, so that the records need not be held), in order, once committed.
 
-        Only the lock is retried: a transaction that has taken a chunk cannot take it again,
-        so a lost race after that ends the write."""
+        A job repeated in a later chunk is told as record_jobs tells a repeat within its
+        records: against an earlier line of the input, not the position this transaction gave
+        it. Only the lock is retried: a transaction that has taken a chunk cannot take it
+        again, so a lost race after that ends the write."""
 
         taken = False
 
@@ -423,10 +425,12 @@ class Ledger(Application):
             nonlocal taken
             if taken:
                 raise WriteFailed("a concurrent writer took the ledger part-way through")
+            before = log_tables.head_position(conn)
             outcomes = []
             for records, digests in chunks:
                 taken = True
-                outcomes.append(kept(self._record_fresh(conn, records, digests, reason, source)))
+                outcome = self._record_fresh(conn, records, digests, reason, source, before)
+                outcomes.append(kept(outcome))
             return outcomes
 
         return self._write(work)
@@ -438,10 +442,17 @@ class Ledger(Application):
         digests: Sequence[str],
         reason: str,
         source: dict[str, Any] | None,
+        input_after: int | None = None,
     ) -> Recorded:
-        """In the open transaction: the records the log does not hold yet, appended."""
+        """In the open transaction: the records the log does not hold yet, appended. A key
+        logged after position `input_after` came from an earlier part of the same input."""
         outcome = Recorded()
         logged = log_tables.known_keys(conn, [job_key(r) for r in records])
+        if input_after is not None:
+            logged = {
+                key: (digest, 0 if position > input_after else position)
+                for key, (digest, position) in logged.items()
+            }
         fresh: dict[tuple[str, str], tuple[dict[str, Any], str]] = {}
         for record, digest in zip(records, digests, strict=True):
             key = job_key(record)

@@ -342,6 +342,32 @@ def test_the_ledger_is_locked_only_once_the_first_piece_is_validated(
     assert calls == []
 
 
+@pytest.mark.parametrize("helpers", [0, 1, 2])
+def test_repeats_and_conflicts_across_pieces_are_told_as_one_process_tells_them(
+    ledger_store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, helpers: int
+) -> None:
+    """A job repeated in a later piece of the same transaction is a duplicate, and one that
+    says otherwise a conflict with the earlier line (not with the position the transaction
+    gave it); a job the log held before is a conflict with its record there."""
+    site(ledger_store)
+    ledger_store.run("ingest", write(tmp_path / "first.jsonl", job(1)))
+    position = ledger_store.log_position()  # job 1's batch
+    lines = [job(n) for n in range(1, 21)]
+    lines[0] = job(1, duration=99)  # saying otherwise than the log
+    lines[15] = job(3)  # line 16: job 3 again, the same
+    lines[17] = job(5, duration=50)  # line 18: job 5 again, saying otherwise
+    in_processes(monkeypatch, helpers)
+    result = ledger_store.run("ingest", write(tmp_path / "jobs.jsonl", *lines))
+    # jobs 2-20 but 16 and 18 (their lines repeat 3 and 5): 17 recorded
+    assert result.stdout == "recorded 17, duplicate 1, unmatched 0, conflicting 2\n"
+    assert result.stderr == (
+        f"fairledger: conflict: job 1 (cluster cluster) differs from the record at log position "
+        f"{position}; not recorded\n"
+        "fairledger: conflict: job 5 (cluster cluster) differs from an earlier line of this "
+        "input; not recorded\n"
+    )
+
+
 def test_a_write_failing_part_way_through_a_file_records_nothing(
     ledger_store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
