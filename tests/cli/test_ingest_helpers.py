@@ -328,16 +328,18 @@ def test_the_ledger_is_locked_only_once_the_first_piece_is_validated(
     ledger_store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The helpers start, and answer for the first piece, before the transaction begins: a
-    first piece that cannot be read is refused without one."""
+    helper that ends before its first answer is refused without one."""
     site(ledger_store)
     calls = spy_transactions(monkeypatch)
+    path = write(tmp_path / "long.jsonl", *(job(n) for n in range(1, 25)))
+    fake = tmp_path / "helper.sh"  # started as `sys.executable -m ...`: ends at once
+    fake.write_text("#!/bin/sh\nexit 3\n")
+    fake.chmod(0o755)
     in_processes(monkeypatch, 2)
-    path = tmp_path / "latin1.jsonl"
-    write(path, *(job(n) for n in range(1, 25)))
-    path.write_bytes(b'{"id": "caf\xe9"}\n' + path.read_bytes())
-    result = ledger_store.run("ingest", str(path), expect=1)
+    monkeypatch.setattr(sys, "executable", str(fake))
+    result = ledger_store.run("ingest", path, expect=1)
     assert result.stderr == (
-        f"fairledger: {path}: line 1: not UTF-8 (invalid continuation byte); nothing recorded\n"
+        "fairledger: a helper process validating the input ended (exit status 3)\n"
     )
     assert calls == []
 
