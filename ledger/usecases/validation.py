@@ -54,10 +54,10 @@ class Terms:
 
 @dataclass
 class Validated:
-    """A chunk validated: its records as the spool holds them, what each adds to its
-    identity's charge total, and its bad lines. Bytes rather than records: a helper's result
-    crosses to the command's process, which would otherwise unpickle every record only to
-    pickle it again into the spool."""
+    """A chunk, or a helper's piece of one, validated: its records as the spool holds them,
+    what each adds to its identity's charge total, and its bad lines. Bytes rather than
+    records: a helper's result crosses to the command's process, which spools an input it
+    validates first without unpickling a record (a file it records unpickles them once)."""
 
     spooled: list[bytes]
     charges: list[Charge]
