@@ -389,17 +389,25 @@ class Ledger(Application):
         reason: str = "",
         source: dict[str, Any] | None = None,
         digests: Sequence[str] | None = None,
+        input_spans: Sequence[LogSpan] = (),
     ) -> Recorded:
         """Record the jobs the log does not hold yet, in one transaction.
 
         A (cluster, id) already in the log is a duplicate when it says the same, a conflict
         when it says something else; so is a repeat within `records`. The log's own key index
         decides, not a read model. `digests`: each record's `record_digest`, if the caller
-        made them already (ingest's pass 1 does, where it validates each record)."""
+        made them already (ingest's pass 1 does, where it validates each record).
+        `input_spans`: where earlier transactions of the same input logged its records
+        (Recorded.span); a conflict with a key logged there is told as one with an earlier
+        line of the input, as a repeat within `records` is."""
         made = [record_digest(record) for record in records] if digests is None else digests
         if len(made) != len(records):
             raise ValueError(f"{len(made)} digests for {len(records)} records")
-        return self._write(lambda conn: self._record_fresh(conn, records, made, reason, source))
+        return self._write(
+            lambda conn: self._record_fresh(
+                conn, records, made, reason, source, _InputPositions(tuple(input_spans))
+            )
+        )
 
     def record_job_chunks(
         self,
@@ -425,11 +433,11 @@ class Ledger(Application):
             nonlocal taken
             if taken:
                 raise WriteFailed("a concurrent writer took the ledger part-way through")
-            before = log_tables.head_position(conn)
+            own = _InputPositions(after=log_tables.head_position(conn))
             outcomes = []
             for records, digests in chunks:
                 taken = True
-                outcome = self._record_fresh(conn, records, digests, reason, source, before)
+                outcome = self._record_fresh(conn, records, digests, reason, source, own)
                 outcomes.append(kept(outcome))
             return outcomes
 
@@ -442,17 +450,18 @@ class Ledger(Application):
         digests: Sequence[str],
         reason: str,
         source: dict[str, Any] | None,
-        input_after: int | None = None,
+        own: _InputPositions,
     ) -> Recorded:
         """In the open transaction: the records the log does not hold yet, appended. A key
-        logged after position `input_after` came from an earlier part of the same input."""
+        logged where `own` says the same input logged its records came from an earlier line
+        of it (position 0)."""
         outcome = Recorded()
-        logged = log_tables.known_keys(conn, [job_key(r) for r in records])
-        if input_after is not None:
-            logged = {
-                key: (digest, 0 if position > input_after else position)
-                for key, (digest, position) in logged.items()
-            }
+        logged = {
+            key: (digest, 0 if own.holds(position) else position)
+            for key, (digest, position) in log_tables.known_keys(
+                conn, [job_key(r) for r in records]
+            ).items()
+        }
         fresh: dict[tuple[str, str], tuple[dict[str, Any], str]] = {}
         for record, digest in zip(records, digests, strict=True):
             key = job_key(record)
@@ -490,6 +499,7 @@ class Ledger(Application):
             ],
         )
         outcome.recorded = [r for r, _ in kept]
+        outcome.span = (positions[0], positions[-1])
         return outcome
 
     def refresh_statistics(self, read_models: Sequence[str]) -> None:
@@ -625,11 +635,31 @@ class Conflict:
     position: int
 
 
+# The first and last log positions of the events one transaction appended.
+LogSpan = tuple[int, int]
+
+
 @dataclass
 class Recorded:
     recorded: list[dict[str, Any]] = field(default_factory=list)
     duplicate: int = 0
     conflicts: list[Conflict] = field(default_factory=list)
+    span: LogSpan | None = None  # where the records went (None: none was recorded)
+
+
+@dataclass(frozen=True)
+class _InputPositions:
+    """Where one input's earlier records are logged: `spans` its earlier transactions
+    appended, and anything after position `after` (this transaction's own, when it records
+    the input in several chunks)."""
+
+    spans: tuple[LogSpan, ...] = ()
+    after: int | None = None
+
+    def holds(self, position: int) -> bool:
+        if self.after is not None and position > self.after:
+            return True
+        return any(first <= position <= last for first, last in self.spans)
 
 
 class _AppendConflict(Exception):

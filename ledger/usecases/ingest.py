@@ -26,7 +26,7 @@ from ledger.errors import Interrupted, InvalidValue, LedgerError, WriteFailed
 from ledger.machine import MAX_HELPERS, idle_cpus
 from ledger.site_usage import AssociationResolver
 from ledger.slurm.sacct_jobs import SacctLines, SacctRecords, skipped_shown
-from ledger.store.application import Conflict, Recorded
+from ledger.store.application import Conflict, LogSpan, Recorded
 from ledger.usecases.charge_bound import (
     Charge,
     ChargeTotals,
@@ -101,6 +101,10 @@ class IngestResult:
     # Lines that are no completed job, by kind (sacct: "steps", and each state of a job not
     # ended yet, "RUNNING"...): read, not recorded, and not an error.
     skipped: dict[str, int] = field(default_factory=dict)
+    # Where the recorded jobs went in the log, a span per transaction (spans one after the
+    # other merged): a later transaction tells a repeat of a job logged there as one of an
+    # earlier line of the input.
+    spans: list[LogSpan] = field(default_factory=list)
 
     @property
     def invalid(self) -> int:
@@ -409,6 +413,7 @@ def _record_spool(
                 reason=reason,
                 source=origin,
                 digests=[digest for _, digest in chunk],
+                input_spans=result.spans,
             )
         except LedgerError as err:
             if not result.recorded:
@@ -431,6 +436,7 @@ class _Tally:
     unmatched: int  # recorded, but no association holds them yet
     duplicate: int
     conflicts: list[Conflict]
+    span: LogSpan | None
 
     @classmethod
     def of(cls, outcome: Recorded, resolver: AssociationResolver) -> _Tally:
@@ -443,6 +449,7 @@ class _Tally:
             ),
             outcome.duplicate,
             outcome.conflicts,
+            outcome.span,
         )
 
     def add_to(self, result: IngestResult, notes: IngestNotes) -> None:
@@ -450,6 +457,12 @@ class _Tally:
         result.recorded += self.recorded
         result.unmatched += self.unmatched
         result.duplicate += self.duplicate
+        if self.span is not None:
+            spans = result.spans
+            if spans and spans[-1][1] + 1 == self.span[0]:
+                spans[-1] = (spans[-1][0], self.span[1])
+            else:
+                spans.append(self.span)
         for conflict in self.conflicts:
             result.conflicts.append(conflict)
             notes.conflict(conflict)

@@ -370,6 +370,42 @@ def test_repeats_and_conflicts_across_pieces_are_told_as_one_process_tells_them(
     )
 
 
+@pytest.mark.parametrize("source", ["pipe", "file"])
+def test_a_repeat_in_a_later_transaction_is_told_as_one_transaction_tells_it(
+    ledger_store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str
+) -> None:
+    """A pipe is recorded in transactions of RECORD_LINES; a file past HELD_LINES too, after
+    its held transaction. A job repeated, saying otherwise, in a later transaction of the
+    same input is a conflict with an earlier line of it, as it is within one transaction;
+    a job the log held before the input is a conflict with its record there."""
+    site(ledger_store)
+    ledger_store.run("ingest", write(tmp_path / "first.jsonl", job(1)))
+    position = ledger_store.log_position()  # job 1's batch
+    lines = [job(n) for n in range(1, 41)]
+    lines[0] = job(1, duration=99)  # saying otherwise than the log
+    lines[35] = job(5, duration=50)  # line 36: job 5 (line 5) again, saying otherwise
+    in_processes(monkeypatch, 0 if source == "pipe" else 2)
+    monkeypatch.setattr(ingest_use_case, "HELD_LINES", 8)
+    monkeypatch.setattr(ingest_use_case, "RECORD_LINES", 10)
+    calls = spy_transactions(monkeypatch)
+    if source == "pipe":
+        text = "".join(json.dumps(line) + "\n" for line in lines)
+        result = ledger_store.run("ingest", "-", input=text)
+    else:
+        result = ledger_store.run("ingest", write(tmp_path / "jobs.jsonl", *lines))
+    assert result.stdout == "recorded 38, duplicate 0, unmatched 0, conflicting 2\n"
+    assert result.stderr == (
+        f"fairledger: conflict: job 1 (cluster cluster) differs from the record at log position "
+        f"{position}; not recorded\n"
+        "fairledger: conflict: job 5 (cluster cluster) differs from an earlier line of this "
+        "input; not recorded\n"
+    )
+    # Job 5 and its repeat are in different transactions.
+    assert calls == (
+        ["record_jobs"] * 4 if source == "pipe" else ["record_job_chunks"] + ["record_jobs"] * 4
+    )
+
+
 def test_a_write_failing_part_way_through_a_file_records_nothing(
     ledger_store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

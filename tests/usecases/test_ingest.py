@@ -100,6 +100,43 @@ def test_a_conflicting_job_is_returned_and_noted_not_recorded(session: Session) 
     assert [(c.key, c.position) for c in result.conflicts] == heard
 
 
+def test_a_repeat_in_a_later_transaction_is_an_earlier_line_only_where_this_input_logged_it(
+    session: Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another writer records job 9 between this input's two transactions: this input's
+    repeat of its own job 1 conflicts with an earlier line of it, its job 9 with the other
+    writer's record, at its log position."""
+    from ledger.store.application import Ledger
+    from tests.usecases.ledgers import record
+
+    monkeypatch.setattr(ingest_usecase, "RECORD_LINES", 2)
+    real = Ledger.record_jobs
+    others: list[int] = []
+
+    def another_writer_after_the_first(self: Ledger, *args: Any, **kw: Any) -> Any:
+        outcome = real(self, *args, **kw)
+        if not others:
+            others.append(0)
+            record(session, job(9, duration=5))
+            others[0] = self.recorder.max_notification_id()
+        return outcome
+
+    monkeypatch.setattr(Ledger, "record_jobs", another_writer_after_the_first)
+    heard: list[tuple[str, int]] = []
+    result = ingest(
+        session,
+        lines(job(1), job(2), job(1, duration=99), job(9), job(3)),
+        "a.jsonl",
+        "jsonl",
+        notes=IngestNotes(conflict=lambda c: heard.append((c.key[1], c.position))),
+    )
+    assert (result.recorded, result.conflicting) == (3, 2)
+    assert heard == [("1", 0), ("9", others[0])]
+    # Where this input's jobs went: either side of the other writer's, so not one span.
+    first, last = result.spans
+    assert first[1] < others[0] < last[0]
+
+
 def test_records_in_transactions_and_reports_progress(
     session: Session, monkeypatch: pytest.MonkeyPatch
 ) -> None:
