@@ -30,7 +30,7 @@ from hypothesis import settings
 
 from cli.main import cli
 from tests import pg_sessions
-from tests.templates import built, drop_kept, drop_schema, finish_run
+from tests.templates import built, drop_kept, drop_schema, finish_run, start_run
 
 PG_URL = os.environ.get("FAIRLEDGER_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 PG_BASE = PG_URL.split("?")[0]  # the server and database; each test adds its ?schema=
@@ -60,13 +60,23 @@ def _pg_reachable() -> str | None:
         return str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
 
 
+_RUN_SHARE: list[Any] = []  # the controller's share of the PostgreSQL test database
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """The process that starts the others (the controller, or the only process) takes this
+    run's share of the PostgreSQL test database, which other runs on it may share at once."""
+    if not hasattr(session.config, "workerinput"):
+        _RUN_SHARE.append(start_run(PG_BASE))
+
+
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """Each process drops the schemas it kept (tests/templates.py), and the process that
-    started them all, once they are done (the controller, or the only process), cleans up what
-    they shared."""
+    started them all, once they are done, cleans up what they shared, unless another run of
+    the suite on the same database still needs it."""
     drop_kept()
-    if not hasattr(session.config, "workerinput"):
-        finish_run(PG_BASE)
+    if not hasattr(session.config, "workerinput") and _RUN_SHARE:
+        finish_run(PG_BASE, _RUN_SHARE.pop())
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -235,29 +235,51 @@ def _install_watch(admin: Any) -> bool:
         return False
 
 
-def finish_run(base: str) -> None:
-    """The test run is over: the DDL triggers and their log removed, and the database
-    vacuumed. The CI server runs with autovacuum off, so the catalogs would otherwise keep a
-    dead row for every table, column and index of every schema the suite made and dropped
-    (490,000 in pg_attribute after one run before copies were kept, 166,000 since), and every
-    later run, CI's included, would scan them."""
+# Every run of the suite holds this lock, shared, on the test database from its start to its
+# end: the run that ends last, and only it, takes it alone and removes what the runs share.
+_RUN_LOCK = "fairledger_tests_run"
+
+
+def start_run(base: str) -> Any:
+    """This run's share of the test database (a connection holding the run lock, shared), or
+    None without a server. Taken before any process of the run installs the DDL triggers; it
+    waits while a run that ended last is removing them."""
     import psycopg
 
     try:
         conn = psycopg.connect(base, autocommit=True, connect_timeout=3)
     except psycopg.Error:
+        return None
+    conn.execute("SELECT pg_advisory_lock_shared(hashtext(%s))", (_RUN_LOCK,))
+    return conn
+
+
+def finish_run(base: str, share: Any) -> None:
+    """The test run is over: if no other run of the suite holds a share of the database, the
+    DDL triggers and their log removed, and the database vacuumed. The CI server runs with
+    autovacuum off, so the catalogs would otherwise keep a dead row for every table, column
+    and index of every schema the suite made and dropped (490,000 in pg_attribute after one
+    run before copies were kept, 166,000 since), and every later run, CI's included, would scan
+    them. Another run still going needs the triggers: it removes them when it ends."""
+    import psycopg
+
+    if share is None:
         return
     try:
-        conn.execute(
+        share.execute("SELECT pg_advisory_unlock_shared(hashtext(%s))", (_RUN_LOCK,))
+        alone = share.execute("SELECT pg_try_advisory_lock(hashtext(%s))", (_RUN_LOCK,))
+        if not alone.fetchone()[0]:
+            return
+        share.execute(
             "DROP EVENT TRIGGER IF EXISTS fairledger_tests_ddl_end; "
             "DROP EVENT TRIGGER IF EXISTS fairledger_tests_ddl_drop; "
             f"DROP FUNCTION IF EXISTS {_DDL_LOG}_seen(); DROP TABLE IF EXISTS {_DDL_LOG}"
         )
-        conn.execute("VACUUM")
+        share.execute("VACUUM")
     except psycopg.errors.InsufficientPrivilege:
         pass
     finally:
-        conn.close()
+        share.close()  # its locks with it
 
 
 def _watching(base: str) -> bool:
@@ -294,8 +316,9 @@ def _keep(base: str, schema: str, copied: _Copy) -> bool:
 
 _COPY = "@copy@"  # where the copy's name goes in a template's refill statements
 KEPT_BYTES = 4 << 20
-# DDL since the mark in the schema; or, as good as, the triggers gone (another run of the suite
-# on the same database ended and removed them), so that DDL may have gone unrecorded.
+# DDL since the mark in the schema; or, as good as, the triggers gone (a run that does not take
+# its share of the database, start_run, ended and removed them), so that DDL may have gone
+# unrecorded.
 _DDL_SINCE = f"""
 SELECT EXISTS (SELECT 1 FROM {_DDL_LOG} WHERE id > %s AND schema_name IN (%s, '*'))
     OR (SELECT count(*) FROM pg_event_trigger WHERE evtname LIKE 'fairledger_tests_ddl_%%') < 2

@@ -176,3 +176,25 @@ def test_ddl_in_another_schema_leaves_a_copy_kept(
         if kept or attempt == ATTEMPTS - 1 or not _disturbed(admin, mark):
             break
     assert kept
+
+
+def test_a_run_ending_while_this_one_runs_leaves_it_the_ddl_watch(
+    admin: psycopg.Connection[Any],
+) -> None:
+    """Another run of the suite on the same database begins and ends while this one runs: it
+    leaves the DDL triggers and their log, which this run's copies still rely on, and this
+    run's share of the database stays held."""
+    assert templates._watching(PG_BASE)  # this run installed them (the server's superuser)
+    other = templates.start_run(PG_BASE)
+    assert other is not None
+    templates.finish_run(PG_BASE, other)
+    triggers = admin.execute(
+        "SELECT count(*) FROM pg_event_trigger WHERE evtname LIKE 'fairledger_tests_ddl_%'"
+    ).fetchone()
+    assert triggers == (2,)
+    assert admin.execute("SELECT to_regclass(%s)", (templates._DDL_LOG,)).fetchone() != (None,)
+    # Nobody can take the run lock alone while this run holds its share.
+    alone = admin.execute(
+        "SELECT pg_try_advisory_lock(hashtext(%s))", (templates._RUN_LOCK,)
+    ).fetchone()
+    assert alone == (False,)
