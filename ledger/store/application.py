@@ -452,16 +452,11 @@ class Ledger(Application):
         source: dict[str, Any] | None,
         own: _InputPositions,
     ) -> Recorded:
-        """In the open transaction: the records the log does not hold yet, appended. A key
-        logged where `own` says the same input logged its records came from an earlier line
-        of it (position 0)."""
+        """In the open transaction: the records the log does not hold yet, appended. A
+        conflict with a key logged where `own` says this input's earlier records went is one
+        with an earlier line of the input (position 0)."""
         outcome = Recorded()
-        logged = {
-            key: (digest, 0 if own.holds(position) else position)
-            for key, (digest, position) in log_tables.known_keys(
-                conn, [job_key(r) for r in records]
-            ).items()
-        }
+        logged = log_tables.known_keys(conn, [job_key(r) for r in records])
         fresh: dict[tuple[str, str], tuple[dict[str, Any], str]] = {}
         for record, digest in zip(records, digests, strict=True):
             key = job_key(record)
@@ -471,7 +466,8 @@ class Ledger(Application):
             elif earlier[0] == digest:
                 outcome.duplicate += 1
             else:
-                outcome.conflicts.append(Conflict(key, earlier[1]))
+                position = earlier[1]
+                outcome.conflicts.append(Conflict(key, 0 if own.holds(position) else position))
         if not fresh:
             return outcome
         kept = list(fresh.values())
