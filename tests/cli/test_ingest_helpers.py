@@ -344,6 +344,17 @@ def test_the_ledger_is_locked_only_once_the_first_piece_is_validated(
     assert calls == []
 
 
+def job_1_in_the_log_and_job_5_repeated(position: int) -> str:
+    """The conflicts told of an input whose job 1 says otherwise than the log's (at
+    `position`) and whose job 5 comes again later, saying otherwise."""
+    return (
+        f"fairledger: conflict: job 1 (cluster cluster) differs from the record at log position "
+        f"{position}; not recorded\n"
+        "fairledger: conflict: job 5 (cluster cluster) differs from an earlier line of this "
+        "input; not recorded\n"
+    )
+
+
 @pytest.mark.parametrize("helpers", [0, 1, 2])
 def test_repeats_and_conflicts_across_pieces_are_told_as_one_process_tells_them(
     ledger_store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, helpers: int
@@ -362,12 +373,7 @@ def test_repeats_and_conflicts_across_pieces_are_told_as_one_process_tells_them(
     result = ledger_store.run("ingest", write(tmp_path / "jobs.jsonl", *lines))
     # jobs 2-20 but 16 and 18 (their lines repeat 3 and 5): 17 recorded
     assert result.stdout == "recorded 17, duplicate 1, unmatched 0, conflicting 2\n"
-    assert result.stderr == (
-        f"fairledger: conflict: job 1 (cluster cluster) differs from the record at log position "
-        f"{position}; not recorded\n"
-        "fairledger: conflict: job 5 (cluster cluster) differs from an earlier line of this "
-        "input; not recorded\n"
-    )
+    assert result.stderr == job_1_in_the_log_and_job_5_repeated(position)
 
 
 @pytest.mark.parametrize("source", ["pipe", "file"])
@@ -394,12 +400,7 @@ def test_a_repeat_in_a_later_transaction_is_told_as_one_transaction_tells_it(
     else:
         result = ledger_store.run("ingest", write(tmp_path / "jobs.jsonl", *lines))
     assert result.stdout == "recorded 38, duplicate 0, unmatched 0, conflicting 2\n"
-    assert result.stderr == (
-        f"fairledger: conflict: job 1 (cluster cluster) differs from the record at log position "
-        f"{position}; not recorded\n"
-        "fairledger: conflict: job 5 (cluster cluster) differs from an earlier line of this "
-        "input; not recorded\n"
-    )
+    assert result.stderr == job_1_in_the_log_and_job_5_repeated(position)
     # Job 5 and its repeat are in different transactions.
     assert calls == (
         ["record_jobs"] * 4 if source == "pipe" else ["record_job_chunks"] + ["record_jobs"] * 4
