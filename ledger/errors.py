@@ -53,6 +53,12 @@ class ConcurrentUpdate(LedgerError):
     """Another writer kept winning the race for the same objects; nothing of ours was written."""
 
 
+class WritersBusy(LedgerError):
+    """Another writer holds the writers' lock, and the write asked not to wait for it: nothing
+    was written. Its caller does something else meanwhile and tries again (an ingest goes on
+    validating its input); it is never the command's answer."""
+
+
 class Unprojectable(LedgerError):
     """A change the read models could not hold: refused before it reached the log."""
 

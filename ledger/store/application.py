@@ -415,12 +415,15 @@ class Ledger(Application):
         kept: Callable[[Recorded], T],
         reason: str = "",
         source: dict[str, Any] | None = None,
+        wait: bool = True,
     ) -> list[T]:
         """Record each chunk of (records, their digests) as record_jobs records it, all in one
         transaction, each chunk taken from `chunks` while it is open: ingest validates the
         rest of its input meanwhile, and an error raised while taking a chunk (a bad line)
         rolls back every chunk before it. What `kept` keeps of what each chunk gave (made as
         it is recorded, so that the records need not be held), in order, once committed.
+        Without `wait`, WritersBusy, before any chunk is taken, if another writer holds the
+        ledger.
 
         A job repeated in a later chunk is told as record_jobs tells a repeat within its
         records: against an earlier line of the input, not the position this transaction gave
@@ -441,7 +444,7 @@ class Ledger(Application):
                 outcomes.append(kept(outcome))
             return outcomes
 
-        return self._write(work)
+        return self._write(work, wait)
 
     def _record_fresh(
         self,
@@ -504,15 +507,15 @@ class Ledger(Application):
         conn.analyze([log_tables.events_table(conn), *log_tables.LOG_TABLES, *read_models])
 
     # --- the append transaction ------------------------------------------------------------------
-    def _write(self, work: Callable[[Connection], T]) -> T:
+    def _write(self, work: Callable[[Connection], T], wait: bool = True) -> T:
         """Run `work` in one transaction under the writers' lock; retry, with jittered backoff,
         when the lock cannot be had in time or a writer outside the lock (an older release)
-        appended first."""
+        appended first. Without `wait`, WritersBusy if another writer holds the lock."""
         conn = self.conn
         for attempt in range(MAX_ATTEMPTS):
             self._after_commit = []
             try:
-                with log_tables.locked(conn):
+                with log_tables.locked(conn, wait):
                     self._prepare_log(conn)
                     result = work(conn)
             except Exception as err:

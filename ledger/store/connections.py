@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlparse
 
-from ledger.errors import InvalidValue, StoreUnavailable
+from ledger.errors import InvalidValue, StoreUnavailable, WritersBusy
 from ledger.spill import no_room
 
 DEFAULT_URL = "sqlite:///fairledger.db"
@@ -453,15 +453,24 @@ class Connection:
                 yield from batch
 
     @contextmanager
-    def transaction(self, first: Sequence[str] = ()) -> Iterator[Connection]:
+    def transaction(
+        self, first: Sequence[str] = (), wait: bool = True, then: str | None = None
+    ) -> Iterator[Connection]:
         """One write transaction; SQLite takes the write lock at BEGIN so that concurrent
         catch-ups queue instead of failing on a lock upgrade. `first`: parameterless statements
-        that open it (the writers' lock), on PostgreSQL sent with the BEGIN in one round trip."""
+        that open it (the writers' lock), on PostgreSQL sent with the BEGIN in one round trip.
+        Without `wait`, WritersBusy at once where SQLite's BEGIN finds another writer, or where
+        `then`, a query run after the BEGIN, answers false (PostgreSQL's try of a lock)."""
         try:
             if self.config.is_postgres:
                 self.raw.execute(";\n".join(("BEGIN", *first)))
-            else:
+                if then is not None and not self.execute(then).fetchone()[0]:
+                    raise WritersBusy("another writer holds the ledger")
+            elif wait:
                 self.execute("BEGIN IMMEDIATE")
+                self.run_statements(first)
+            else:
+                self._begin_unless_busy()
                 self.run_statements(first)
             yield self
             self.execute("COMMIT")
@@ -470,6 +479,19 @@ class Connection:
             raise
         finally:
             self.inserted.clear()
+
+    def _begin_unless_busy(self) -> None:
+        """SQLite's BEGIN IMMEDIATE without waiting for another writer to end."""
+        (waits_ms,) = self.execute("PRAGMA busy_timeout").fetchone()
+        self.execute("PRAGMA busy_timeout = 0")
+        try:
+            self.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as err:
+            if "locked" not in str(err) and "busy" not in str(err):
+                raise
+            raise WritersBusy("another writer holds the ledger") from None
+        finally:
+            self.execute(f"PRAGMA busy_timeout = {int(waits_ms)}")
 
     def _rollback_if_open(self) -> None:
         """Roll back what is still open: SQLite ends a transaction by itself on some errors

@@ -61,21 +61,36 @@ def _position(conn: Connection) -> str:
     return "notification_id" if conn.config.is_postgres else "rowid"
 
 
-def locked(conn: Connection) -> AbstractContextManager[Connection]:
-    """A write transaction that holds the writers' lock until it ends."""
+def locked(conn: Connection, wait: bool = True) -> AbstractContextManager[Connection]:
+    """A write transaction that holds the writers' lock until it ends. Without `wait`,
+    WritersBusy at once if another writer holds it."""
+    if not wait:
+        return conn.transaction(first=[], wait=False, then=_try_lock(conn))
     return conn.transaction(first=lock_statements(conn))
+
+
+def _lock_key(conn: Connection) -> str:
+    # The schema's name is checked to be letters, digits and _; quoted all the same.
+    return f"fairledger:{conn.config.schema}".replace("'", "''")
 
 
 def lock_statements(conn: Connection) -> list[str]:
     """What takes the writers' lock at a transaction's start: parameterless, so that they
-    travel with its BEGIN (the schema's name is checked to be letters, digits and _)."""
+    travel with its BEGIN."""
     if not conn.config.is_postgres:
         return []  # BEGIN IMMEDIATE (Connection.transaction) holds the database's write lock
-    key = f"fairledger:{conn.config.schema}".replace("'", "''")
     return [
         f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT_SECONDS}s'",
-        f"SELECT pg_advisory_xact_lock(hashtext('{key}'))",
+        f"SELECT pg_advisory_xact_lock(hashtext('{_lock_key(conn)}'))",
     ]
+
+
+def _try_lock(conn: Connection) -> str | None:
+    """The query that takes the writers' lock only if it is free, answering whether it did;
+    None on SQLite, where a BEGIN IMMEDIATE that does not wait does the same."""
+    if not conn.config.is_postgres:
+        return None
+    return f"SELECT pg_try_advisory_xact_lock(hashtext('{_lock_key(conn)}'))"
 
 
 def missing_tables(conn: Connection) -> list[str]:

@@ -171,6 +171,34 @@ def test_a_writer_that_cannot_have_the_lock_gives_up_in_one_line_and_writes_noth
     assert ledger_store.log_position() > before
 
 
+def test_a_writer_that_will_not_wait_is_told_at_once_and_waits_again_after(
+    ledger_store: Store,
+) -> None:
+    """What an ingest that finds another ingester recording relies on: a transaction that
+    does not wait for the writers' lock is refused while another writer holds it, without
+    waiting out the lock timeout (the other writer here holds it longer) and with nothing
+    left open; once the lock is free it is taken, and the connection waits again as before."""
+    from ledger.errors import WritersBusy
+
+    conn = Connection(parse_store_url(ledger_store.url))
+    try:
+        waits = (
+            conn.execute("PRAGMA busy_timeout").fetchone()
+            if ledger_store.kind == "sqlite"
+            else None
+        )
+        with writers_lock_held(ledger_store):
+            with pytest.raises(WritersBusy), log_tables.locked(conn, wait=False):
+                pytest.fail("took the writers' lock another writer holds")
+            assert not conn._in_transaction()
+            if waits is not None:
+                assert conn.execute("PRAGMA busy_timeout").fetchone() == waits
+        with log_tables.locked(conn, wait=False):
+            assert conn._in_transaction()
+    finally:
+        conn.close()
+
+
 def test_create_db_options_and_refusals(store: Store) -> None:
     missing = store.run("list-banks", expect=1).stderr
     if store.kind == "sqlite":  # flux-accounting's words first: its tests grep them
