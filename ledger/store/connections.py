@@ -104,16 +104,6 @@ class StoreConfig:
     def is_postgres(self) -> bool:
         return self.kind == "postgresql"
 
-    @property
-    def server_here(self) -> bool:
-        """Whether a PostgreSQL store's server runs on this machine (a Unix socket, or a
-        loopback address), competing for its CPUs with the commands."""
-        return self.is_postgres and (
-            self.host.startswith("/")
-            or self.host in ("", "localhost", "::1")
-            or self.host.startswith("127.")
-        )
-
     def describe(self) -> str:
         if self.is_postgres:
             return f"postgresql://{self.user}@{self.host}:{self.port}/{self.dbname}?schema={self.schema}"

@@ -22,11 +22,11 @@ from typing import IO, TYPE_CHECKING, Any
 
 from ledger import bounds
 from ledger.clock import real_now
-from ledger.errors import Interrupted, InvalidValue, LedgerError, WriteFailed
+from ledger.errors import Interrupted, InvalidValue, LedgerError, WriteFailed, WritersBusy
 from ledger.machine import MAX_HELPERS, idle_cpus
 from ledger.site_usage import AssociationResolver
 from ledger.slurm.sacct_jobs import SacctLines, SacctRecords, skipped_shown
-from ledger.store.application import Conflict, LogSpan, Recorded
+from ledger.store.application import Conflict, Ledger, LogSpan, Recorded
 from ledger.usecases.charge_bound import (
     Charge,
     ChargeTotals,
@@ -39,7 +39,6 @@ from ledger.usecases.validation import Helpers, Terms, Validated, validate_chunk
 
 if TYPE_CHECKING:
     from ledger.ingest import BadLine
-    from ledger.store.connections import StoreConfig
 
 CHUNK_LINES = 50_000  # lines validated at a time: bounds memory on million-job files
 # Pass 1 of an input longer than a chunk runs in helper processes, at most one per idle CPU and
@@ -182,28 +181,18 @@ def record_input(
         result = IngestResult()
         # `mark` is this process's own (a closure over the import's balances): it amends the
         # records where they are validated, so an input it marks is validated here.
-        helpers = _helpers(ledger.store) if mark is None else 0
+        helpers = _helpers() if mark is None else 0
         held = from_file and helpers > 0
         terms = Terms(bounds.latest_time(real_now()), state, read_lines)
         pass1 = _Pass1(lines, skip_invalid, name, terms, charged, mark, helpers)
         resolver = AssociationResolver(state)
+        parts = pass1.parts()
         if held:
-            parts = pass1.held_parts(spool, notes)
-            # The first part is validated before the ledger is locked: the helpers' start
-            # and their first answer are not waited for under the lock, which another
-            # ingester may be waiting for.
-            first = next(parts, None)
-            if first is not None:
-                outcomes = ledger.record_job_chunks(
-                    itertools.chain([first], parts),
-                    lambda outcome: _Tally.of(outcome, resolver),
-                    reason=reason,
-                    source=origin,
-                )
-                for tally in outcomes:
-                    tally.add_to(result, notes)
-        else:
-            pass1.to_spool(spool)
+            for tally in _record_while_validated(
+                ledger, pass1, parts, spool, notes, reason, origin, resolver
+            ):
+                tally.add_to(result, notes)
+        pass1.to_spool(parts, spool)
         result.bad, result.lines = pass1.bad, pass1.read
         result.skipped = skipped_shown(pass1.skipped)
         for line in result.bad:
@@ -213,6 +202,43 @@ def record_input(
         ledger.refresh_statistics(LOADED_READ_MODELS)
     s.read()
     return result
+
+
+def _record_while_validated(
+    ledger: Ledger,
+    pass1: _Pass1,
+    parts: Iterator[list[bytes]],
+    spool: IO[bytes],
+    notes: IngestNotes,
+    reason: str,
+    origin: dict[str, Any],
+    resolver: AssociationResolver,
+) -> list[_Tally]:
+    """A file that helpers validate, recorded while they do, in one transaction under the
+    writers' lock. Its first part is validated before the lock is taken: the helpers' start
+    and their first answer are not waited for under it. While another writer holds the lock
+    (another ingester recording its own file, say), each part goes into the spool as it is
+    validated and the lock is tried again after it, rather than waited for idle: ingesters
+    started together then validate beside the one recording, and the next to have the lock
+    records its spooled parts first. Once HELD_LINES lines are read it stops trying: what
+    `parts` still holds is spooled by the caller, and the spool recorded as a pipe's is."""
+    for part in parts:
+        try:
+            return ledger.record_job_chunks(
+                itertools.chain(
+                    pass1.taken_back(spool), pass1.held_parts([part], parts, spool, notes)
+                ),
+                lambda outcome: _Tally.of(outcome, resolver),
+                reason=reason,
+                source=origin,
+                wait=False,
+            )
+        except WritersBusy:
+            for data in part:
+                spool.write(data)
+            if pass1.read >= HELD_LINES:
+                break
+    return []
 
 
 def _chunks(items: Iterator[Any], size: int) -> Iterator[list[Any]]:
@@ -249,7 +275,7 @@ class _Pass1:
         self.bad: list[BadLine] = []
         self.read = 0  # lines validated
         self.skipped: Counter[str] = Counter()  # lines that are no ended job, by kind
-        self.held = 0  # records taken by held_parts
+        self.held = 0  # records taken by taken_back and held_parts
 
     def parts(self) -> Iterator[list[bytes]]:
         """Each part's records as the spool holds them, in order, as it is validated. A
@@ -276,19 +302,33 @@ class _Pass1:
         except UnicodeDecodeError as err:
             raise _not_utf8(self.shown, err) from None
 
-    def to_spool(self, spool: IO[bytes]) -> None:
-        """Every chunk into `spool`."""
-        for part in self.parts():
+    @staticmethod
+    def to_spool(parts: Iterator[list[bytes]], spool: IO[bytes]) -> None:
+        """Every part (of `parts()`) not taken yet into `spool`."""
+        for part in parts:
             for data in part:
                 spool.write(data)
 
+    def taken_back(self, spool: IO[bytes]) -> Iterator[tuple[list[dict[str, Any]], list[str]]]:
+        """(records, digests) of the parts spooled while another writer held the ledger, a
+        piece at a time; the spool is left empty for what follows HELD_LINES."""
+        for piece in _chunks(spooled(spool), HELPER_LINES):
+            yield [record for record, _ in piece], [digest for _, digest in piece]
+            self.held += len(piece)
+        spool.seek(0)
+        spool.truncate()
+
     def held_parts(
-        self, spool: IO[bytes], notes: IngestNotes
+        self,
+        first: list[list[bytes]],
+        parts: Iterator[list[bytes]],
+        spool: IO[bytes],
+        notes: IngestNotes,
     ) -> Iterator[tuple[list[dict[str, Any]], list[str]]]:
-        """(records, digests) of each part to record while the rest is validated, up to
-        HELD_LINES records; the parts after them go into `spool`, and this ends only once
-        every line has passed."""
-        for part in self.parts():
+        """(records, digests) of `first`, then of each of `parts` (of `parts()`), to record
+        while the rest is validated, up to HELD_LINES records; the parts after them go into
+        `spool`, and this ends only once every line has passed."""
+        for part in itertools.chain(first, parts):
             if self.held >= HELD_LINES:
                 for data in part:
                     spool.write(data)
@@ -378,16 +418,12 @@ def _errors_last(chunks: Iterator[list[Any]]) -> Iterator[list[Any] | Exception]
         yield err
 
 
-def _helpers(store: StoreConfig) -> int:
+def _helpers() -> int:
     """How many helper processes pass 1 may use: the idle CPUs as it starts, at most
     MAX_HELPERS, and none on one CPU (a helper would only take the place of this process).
-    None beside a PostgreSQL server on this machine, which needs the CPUs while other
-    ingesters record: with helpers there (and a file recorded while they validate it), one
-    ingester of 400,000 jobs gains 31% (23,821 -> 31,168 jobs/s), four at once 5% (27,275 ->
-    28,541), and their ratio to one falls from 1.14x to 0.92x, under the issue's 1.00x
-    (`bench.concurrent_ingest`; docs/architecture.md, "Ingest speed")."""
-    if store.server_here:
-        return 0
+    Beside a PostgreSQL server on this machine too: the helpers run below the command's
+    priority, and an ingester that finds another recording validates beside it rather than
+    wait (_record_while_validated), so that ingesters started together overlap their work."""
     cpus = min(idle_cpus(), MAX_HELPERS)
     return cpus if cpus > 1 else 0
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -31,7 +32,7 @@ def in_processes(monkeypatch: pytest.MonkeyPatch, helpers: int) -> None:
     server. A file is recorded while they validate it; a pipe is validated first."""
     monkeypatch.setattr(ingest_use_case, "CHUNK_LINES", CHUNK)
     monkeypatch.setattr(ingest_use_case, "HELPER_LINES", PIECE)
-    monkeypatch.setattr(ingest_use_case, "_helpers", lambda store: helpers)
+    monkeypatch.setattr(ingest_use_case, "_helpers", lambda: helpers)
 
 
 def both_ways(
@@ -135,33 +136,14 @@ def test_helpers_meet_a_read_error_where_one_process_does(
     assert (stdout, stderr) == ("", f"fairledger: {path}: {message}; nothing recorded\n")
 
 
-@pytest.mark.parametrize(
-    ("url", "here"),
-    [
-        ("sqlite:///ledger.db", False),
-        ("postgresql://postgres@127.0.0.1:5432/test", True),
-        ("postgresql://postgres@localhost/test", True),
-        ("postgresql://postgres@db.example.org:5432/test", False),
-    ],
-)
-def test_no_helpers_beside_a_postgresql_server_on_this_machine(url: str, here: bool) -> None:
-    from ledger.store.connections import parse_store_url
-
-    store = parse_store_url(url)
-    assert store.server_here is here
-    if here:
-        assert ingest_use_case._helpers(store) == 0
-
-
 @pytest.mark.parametrize(("idle", "helpers"), [(1, 0), (2, 2), (64, MAX_HELPERS)])
 def test_helpers_take_the_idle_cpus_but_one_alone(
     monkeypatch: pytest.MonkeyPatch, idle: int, helpers: int
 ) -> None:
-    """One helper on one CPU would only take the place of the command's own process."""
-    from ledger.store.connections import parse_store_url
-
+    """One helper on one CPU would only take the place of the command's own process. A
+    PostgreSQL server on this machine counts as any other process: the idle CPUs are counted."""
     monkeypatch.setattr(ingest_use_case, "idle_cpus", lambda: idle)
-    assert ingest_use_case._helpers(parse_store_url("sqlite:///ledger.db")) == helpers
+    assert ingest_use_case._helpers() == helpers
 
 
 def sacct_line(n: int) -> str:
@@ -322,6 +304,97 @@ def test_a_file_is_recorded_in_one_transaction_while_it_is_validated(
     assert {job_id: row["charge"] for (_, job_id), row in jobs(ledger_store).items()} == {
         str(n): float(n) for n in range(1, 31)
     }
+
+
+def test_a_file_that_finds_the_ledger_taken_is_validated_meanwhile_and_recorded_after(
+    ledger_store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ingesters started together: the one that takes the ledger records its file while its
+    helpers validate it. Another, finding the ledger taken, does not wait for it idle: its
+    pieces go into the spool as they are validated, the lock is tried again after each, and
+    once every line has passed its spool is recorded as a pipe's is. Here another writer
+    holds the lock until the ingest asks for it to record its spool."""
+    from ledger.store.application import Ledger
+    from tests.cli.test_ledger import writers_lock_held
+
+    site(ledger_store)
+    in_processes(monkeypatch, 2)
+    path = write(tmp_path / "long.jsonl", *(job(n, end=T0 - n, duration=n) for n in range(1, 31)))
+    calls = spy_transactions(monkeypatch)
+    taken, asked = threading.Event(), threading.Event()
+    real = Ledger.record_jobs
+
+    def asking(self: Ledger, *args: Any, **kw: Any) -> Any:
+        asked.set()
+        return real(self, *args, **kw)
+
+    monkeypatch.setattr(Ledger, "record_jobs", asking)
+
+    def other_writer() -> None:
+        with writers_lock_held(ledger_store):
+            taken.set()
+            asked.wait(timeout=20)
+
+    holder = threading.Thread(target=other_writer)
+    holder.start()
+    try:
+        assert taken.wait(timeout=20)
+        result = ledger_store.run("ingest", path)
+    finally:
+        asked.set()
+        holder.join()
+    assert result.stdout == counts(30)
+    # Tried after each of its 15 pieces, then recorded from the spool.
+    assert calls == ["record_job_chunks"] * 15 + ["record_jobs"]
+    assert {job_id: row["charge"] for (_, job_id), row in jobs(ledger_store).items()} == {
+        str(n): float(n) for n in range(1, 31)
+    }
+
+
+def test_a_file_whose_ingest_finds_the_ledger_free_part_way_records_what_it_spooled_first(
+    ledger_store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The other writer ends while the ingest is validating: at its next try the ingest takes
+    the ledger and records, in the one transaction, the pieces it spooled while waiting, then
+    the rest as it is validated."""
+    from ledger.store.application import Ledger
+    from tests.cli.test_ledger import writers_lock_held
+
+    site(ledger_store)
+    in_processes(monkeypatch, 2)
+    path = write(tmp_path / "long.jsonl", *(job(n, end=T0 - n, duration=n) for n in range(1, 31)))
+    tries: list[str] = []
+    taken, third_try, ended = threading.Event(), threading.Event(), threading.Event()
+    real = Ledger.record_job_chunks
+
+    def trying(self: Ledger, *args: Any, **kw: Any) -> Any:
+        tries.append("record_job_chunks")
+        if len(tries) == 3:
+            third_try.set()
+            assert ended.wait(timeout=20)  # the other writer has ended meanwhile
+        return real(self, *args, **kw)
+
+    monkeypatch.setattr(Ledger, "record_job_chunks", trying)
+    calls = spy_transactions(monkeypatch)
+
+    def other_writer() -> None:
+        with writers_lock_held(ledger_store):
+            taken.set()
+            third_try.wait(timeout=20)
+        ended.set()
+
+    holder = threading.Thread(target=other_writer)
+    holder.start()
+    try:
+        assert taken.wait(timeout=20)
+        result = ledger_store.run("ingest", path)
+    finally:
+        third_try.set()
+        holder.join()
+    assert result.stdout == counts(30)
+    assert len(tries) == 3  # refused twice, then had the ledger
+    assert calls.count("record_jobs") == 0  # nothing left for the spool's transactions
+    assert sorted(int(job_id) for _, job_id in jobs(ledger_store)) == list(range(1, 31))
 
 
 def test_the_ledger_is_locked_only_once_the_first_piece_is_validated(

@@ -161,7 +161,7 @@ def test_a_file_is_recorded_while_it_is_read_and_its_progress_counts_what_was_re
     ahead, a piece of 2 recorded at a time)."""
     monkeypatch.setattr(ingest_usecase, "CHUNK_LINES", 6)
     monkeypatch.setattr(ingest_usecase, "HELPER_LINES", 2)
-    monkeypatch.setattr(ingest_usecase, "_helpers", lambda store: 2)
+    monkeypatch.setattr(ingest_usecase, "_helpers", lambda: 2)
     path = tmp_path / "jobs.jsonl"
     path.write_text("".join(json.dumps(job(n)) + "\n" for n in range(1, 31)))
     progress: list[tuple[int, int]] = []
