@@ -23,6 +23,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 
+from bench.busy import machine_busy_seconds
 from bench.generate import EPOCH, WEEK, SiteSpec, build_site, site_spec, write_jobs
 from bench.source import measure_this_tree
 from ledger.store.application import Ledger
@@ -36,8 +37,18 @@ NOW = EPOCH + WEEK + 3600.0  # after every generated job's end
 @dataclass(frozen=True)
 class Run:
     wall: float
+    busy: float  # seconds the machine's CPUs were busy meanwhile (its server's included)
     jobs: int  # what the ledger holds after it: job keys and jobs rows, which must agree
     rows: int
+
+    def shown(self, jobs: int) -> str:
+        """Its rate, and what bounds it: how busy it kept the CPUs, and the CPU a job took."""
+        cpus = os.cpu_count() or 1
+        return (
+            f"{jobs / self.wall:,.0f} jobs/s, the {cpus} CPUs "
+            f"{100 * self.busy / (cpus * self.wall):.0f}% busy, "
+            f"{1e6 * self.busy / jobs:.1f} µs of CPU a job"
+        )
 
 
 def _fairledger(url: str, *args: str, now: float = NOW) -> list[str]:
@@ -103,10 +114,10 @@ def one_ingester(base: str, spec: SiteSpec, paths: list[str], folder: str) -> Ru
                 out.write(part.read())
     url, schema = _fresh_ledger(base, spec)
     try:
-        started = time.perf_counter()
+        started, busy = time.perf_counter(), machine_busy_seconds()
         subprocess.run(_fairledger(url, "ingest", together), check=True, capture_output=True)
         wall = time.perf_counter() - started
-        return Run(wall, *_counted(url))
+        return Run(wall, machine_busy_seconds() - busy, *_counted(url))
     finally:
         _drop(base, schema)
 
@@ -114,7 +125,7 @@ def one_ingester(base: str, spec: SiteSpec, paths: list[str], folder: str) -> Ru
 def concurrent_ingesters(base: str, spec: SiteSpec, paths: list[str]) -> Run:
     url, schema = _fresh_ledger(base, spec)
     try:
-        started = time.perf_counter()
+        started, busy = time.perf_counter(), machine_busy_seconds()
         procs = [
             subprocess.Popen(
                 _fairledger(url, "ingest", path), stdout=subprocess.PIPE, stderr=subprocess.PIPE
@@ -126,7 +137,7 @@ def concurrent_ingesters(base: str, spec: SiteSpec, paths: list[str]) -> Run:
             if proc.returncode != 0:
                 raise RuntimeError(f"an ingester failed: {err.decode(errors='replace').strip()}")
         wall = time.perf_counter() - started
-        return Run(wall, *_counted(url))
+        return Run(wall, machine_busy_seconds() - busy, *_counted(url))
     finally:
         _drop(base, schema)
 
@@ -155,8 +166,8 @@ def measure(pg_url: str, spec: SiteSpec, jobs: int, ingesters: int = 4) -> tuple
         together = concurrent_ingesters(base, spec, paths)
     whole_count = together.jobs == together.rows == jobs and single.jobs == single.rows == jobs
     text = (
-        f"{single.wall / together.wall:.2f}× ({jobs / together.wall:,.0f} vs "
-        f"{jobs / single.wall:,.0f} jobs/s{'' if whole_count else ', WRONG COUNT'})"
+        f"{single.wall / together.wall:.2f}× ({together.shown(jobs)}; one: {single.shown(jobs)}"
+        f"{'' if whole_count else '; WRONG COUNT'})"
     )
     return text, whole_count and together.wall <= single.wall
 
@@ -179,10 +190,9 @@ def main(argv: list[str] | None = None) -> int:
         together = concurrent_ingesters(base, spec, paths)
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     for label, run in (("1 ingester", single), (f"{args.ingesters} ingesters", together)):
-        rate = args.jobs / run.wall
         whole_count = run.jobs == run.rows == args.jobs
         print(
-            f"{label}: {args.jobs:,} jobs in {run.wall:.2f} s = {rate:,.0f} jobs/s; "
+            f"{label}: {args.jobs:,} jobs in {run.wall:.2f} s = {run.shown(args.jobs)}; "
             f"the ledger holds {run.jobs:,} job keys and {run.rows:,} jobs rows "
             f"({'none lost or doubled' if whole_count else 'WRONG COUNT'})"
         )

@@ -50,6 +50,7 @@ from rich.console import Console
 from rich.table import Table
 
 from bench import concurrent_ingest, cron_bench, startup
+from bench.busy import machine_busy_seconds
 from bench.generate import (
     EPOCH,
     WEEK,
@@ -296,17 +297,6 @@ def _tree_cpu_ticks(pid: int) -> int:
         except (OSError, IndexError, ValueError):
             continue
     return total
-
-
-def machine_busy_seconds() -> float:
-    """Seconds every CPU has spent busy since boot (Linux /proc/stat: all but idle and
-    iowait); 0.0 where there is no /proc."""
-    try:
-        with open("/proc/stat", encoding="ascii") as stat:
-            ticks = [int(v) for v in stat.readline().split()[1:]]
-    except (OSError, ValueError):
-        return 0.0
-    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
 
 
 def cpu_per_job(steps: list[Step], jobs: int, cpus: int) -> str:
