@@ -46,6 +46,7 @@ from rich.table import Table
 
 from bench.generate import site_spec, write_jobs
 from bench.run import DEFAULT_PG_URL, INGEST_TARGET, machine_busy_seconds
+from ledger import bounds
 from ledger.jobs import job_charge
 from ledger.plain_jobs import PlainLine
 from ledger.store import log_tables
@@ -137,7 +138,7 @@ def prepare(task: tuple[int, list[bytes], str, str]) -> Prepared:
                 ncores,
                 ngpus,
                 charge,
-                usage_tables.charge_units(charge),
+                bounds.charge_units(charge),
                 period_of(t_inactive, PARAMS),
                 position,
             )

@@ -189,6 +189,11 @@ def latest_description(latest: float) -> str:
 
 
 # --- charges -------------------------------------------------------------------------------------
+def charge_units(charge: float) -> int:
+    """A charge as the integer of CHARGE_UNITS that the totals sum."""
+    return round(charge * CHARGE_UNITS)
+
+
 def check_charge(charge: float) -> float:
     if not (math.isfinite(charge) and 0 <= charge <= JOB_CHARGE_MAX):
         raise out_of_range("charge", charge, 0, f"{JOB_CHARGE_MAX:g}")

@@ -5,12 +5,13 @@ refused before anything is recorded."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ledger import bounds
 from ledger.errors import InvalidValue
-from ledger.store.connections import Connection
-from projections.writers import usage_tables
+
+if TYPE_CHECKING:
+    from ledger.store.connections import Connection
 
 Identity = tuple[int, str, str]
 Charge = tuple[Identity, int, Any]  # a job's identity, its charge units, its id
@@ -26,7 +27,7 @@ def charges_of(records: list[dict[str, Any]]) -> list[Charge]:
                 r.get("username") or "",
                 r.get("bank") or "",
             ),
-            usage_tables.charge_units(r["charge"]),
+            bounds.charge_units(r["charge"]),
             r["id"],
         )
         for r in records
@@ -36,6 +37,10 @@ def charges_of(records: list[dict[str, Any]]) -> list[Charge]:
 
 def recorded_charges(conn: Connection) -> ChargeTotals:
     """What ingest checks new charges against, from the caught-up read model `conn`."""
+    # Here, not at the top: ingest's helper processes import this module for charges_of,
+    # and the read model's writers would cost each of them a tenth of a second to import.
+    from projections.writers import usage_tables
+
     return ChargeTotals(
         usage_tables.total_charge_units(conn), lambda: usage_tables.identity_charge_units(conn)
     )

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ledger.bounds import CHARGE_UNITS
+from ledger.bounds import CHARGE_UNITS, charge_units
 from ledger.fairshare import Ranking
 from ledger.fairshare_in_force import NEW_ASSOCIATION_FAIRSHARE, shown_after_walk
 from ledger.site_usage import (
@@ -124,10 +124,6 @@ ADD_TOTALS = """
     ON CONFLICT (userid, username, bank, period) DO UPDATE SET
         charge_units = period_totals.charge_units + excluded.charge_units,
         njobs = period_totals.njobs + excluded.njobs"""
-
-
-def charge_units(charge: float) -> int:
-    return round(charge * CHARGE_UNITS)
 
 
 JOB_COLUMNS = (
