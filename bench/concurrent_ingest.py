@@ -18,17 +18,14 @@ import argparse
 import os
 import secrets
 import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
 
 from bench.busy import machine_busy_seconds
-from bench.generate import EPOCH, WEEK, SiteSpec, build_site, site_spec, write_jobs
-from bench.source import measure_this_tree
-from ledger.store.application import Ledger
+from bench.generate import EPOCH, WEEK, SiteSpec, populate, site_spec, write_jobs
+from bench.source import fairledger, measure_this_tree
 from ledger.store.connections import Connection, parse_store_url
-from projections.writers import runner
 
 DEFAULT_PG_URL = os.environ.get("BENCH_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
 NOW = EPOCH + WEEK + 3600.0  # after every generated job's end
@@ -52,24 +49,14 @@ class Run:
 
 
 def _fairledger(url: str, *args: str, now: float = NOW) -> list[str]:
-    script = os.path.join(os.path.dirname(sys.executable), "fairledger")
-    return [script, "--db", url, "--now", f"{now:.3f}", *args]
+    return fairledger(url, *args, now=now)
 
 
 def _fresh_ledger(base: str, spec: SiteSpec) -> tuple[str, str]:
     schema = f"bench_{secrets.token_hex(4)}"
     url = f"{base}?schema={schema}"
     subprocess.run(_fairledger(url, "create-db", now=EPOCH), check=True, capture_output=True)
-    store = parse_store_url(url)
-    conn = Connection(store)
-    ledger = Ledger.open(store, now=EPOCH, actor="bench", conn=conn)
-    try:
-        runner.attach(ledger)
-        runner.prepare(conn, ledger)
-        build_site(ledger, spec)
-    finally:
-        conn.close()
-        ledger.close()
+    populate(url, spec)
     return url, schema
 
 

@@ -15,6 +15,8 @@ from datetime import UTC, datetime
 
 from ledger.site import Site, Stamp
 from ledger.store.application import Ledger
+from ledger.store.connections import Connection, parse_store_url
+from projections.writers import runner
 
 WEEK = 7 * 24 * 3600.0
 # 2026-01-01T00:00:00Z: the ledger's epoch (create-db runs with --now EPOCH).
@@ -84,6 +86,21 @@ def site_spec(n_associations: int, seed: int = 1) -> SiteSpec:
         taken.add((first.username, bank))
         assocs.append(AssocSpec(first.username, bank, first.userid, rng.randint(1, 4)))
     return SiteSpec(banks=banks, associations=assocs)
+
+
+def populate(url: str, spec: SiteSpec) -> tuple[int, str]:
+    """The site of `spec` recorded, through the Python API, in the ledger create-db made at
+    `url`: (how many transactions it took, the site's time zone)."""
+    store = parse_store_url(url)
+    conn = Connection(store)
+    ledger = Ledger.open(store, now=EPOCH, actor="bench", conn=conn)
+    try:
+        runner.attach(ledger)
+        runner.prepare(conn, ledger)
+        return build_site(ledger, spec), ledger.state().timezone
+    finally:
+        conn.close()
+        ledger.close()
 
 
 def build_site(ledger: Ledger, spec: SiteSpec, chunk: int = 2500) -> int:

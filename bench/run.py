@@ -55,15 +55,13 @@ from bench.generate import (
     EPOCH,
     WEEK,
     SiteSpec,
-    build_site,
+    populate,
     site_spec,
     write_jobs,
     write_sacct_jobs,
 )
-from bench.source import measure_this_tree
-from ledger.store.application import Ledger
+from bench.source import fairledger_command, measure_this_tree
 from ledger.store.connections import Connection, parse_store_url
-from projections.writers import runner
 
 RESULTS = Path(__file__).resolve().parent / "results"
 DEFAULT_PG_URL = os.environ.get("BENCH_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
@@ -114,11 +112,6 @@ class CliFailed(RuntimeError):
 
 class CliHung(CliFailed):
     short = "HUNG"
-
-
-def _fairledger_command() -> list[str]:
-    script = Path(sys.executable).parent / "fairledger"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "cli.main"]
 
 
 class PgActivity:
@@ -204,7 +197,7 @@ class Cli:
             out = self.profile_dir / f"{self.label}-{name}.prof"
             base = [sys.executable, "-m", "cProfile", "-o", str(out), "-m", "cli.main"]
         else:
-            base = _fairledger_command()
+            base = fairledger_command()
         argv = [*base, "--db", self.url]
         if now is not None:
             argv += ["--now", f"{now:.3f}"]
@@ -431,16 +424,7 @@ def measure_store(result: StoreResult, url: str, data: Data, cli: Cli) -> None:
     log(f"{title}: {len(data.spec.banks)} banks + {len(data.spec.associations):,} associations")
     result.current = "setup"
     started = time.perf_counter()
-    store_config = parse_store_url(url)
-    conn = Connection(store_config)
-    ledger = Ledger.open(store_config, now=EPOCH, actor="bench", conn=conn)
-    try:
-        runner.attach(ledger)
-        runner.prepare(conn, ledger)
-        transactions = build_site(ledger, data.spec)
-    finally:
-        conn.close()
-        ledger.close()
+    transactions, _zone = populate(url, data.spec)
     setup = time.perf_counter() - started
     result.add("setup", f"{_secs(setup)} ({transactions} transactions)")
 

@@ -21,7 +21,6 @@ import os
 import resource
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -29,12 +28,17 @@ from dataclasses import dataclass
 from rich.console import Console
 from rich.table import Table
 
-from bench.generate import EPOCH, WEEK, build_site, site_spec, write_jobs, write_sacct_jobs
-from bench.source import measure_this_tree
+from bench.generate import (
+    EPOCH,
+    WEEK,
+    SiteSpec,
+    populate,
+    site_spec,
+    write_jobs,
+    write_sacct_jobs,
+)
+from bench.source import fairledger, measure_this_tree
 from ledger.slurm.sacct_jobs import SacctRecords
-from ledger.store.application import Ledger
-from ledger.store.connections import Connection, parse_store_url
-from projections.writers import runner
 
 NOW = EPOCH + 2 * WEEK + 3600.0  # after every generated job's end
 
@@ -46,26 +50,12 @@ class Input:
     fmt: str
 
 
-def _fairledger(url: str, *args: str, now: float = NOW) -> list[str]:
-    script = os.path.join(os.path.dirname(sys.executable), "fairledger")
-    return [script, "--db", url, "--now", f"{now:.3f}", *args]
-
-
-def _site_ledger(path: str, associations: int) -> str:
+def _site_ledger(path: str, spec: SiteSpec) -> str:
     """A SQLite ledger of the bench site at `path`; the zone its sacct times are read in."""
     url = f"sqlite:///{path}"
-    subprocess.run(_fairledger(url, "create-db", now=EPOCH), check=True, capture_output=True)
-    store = parse_store_url(url)
-    conn = Connection(store)
-    ledger = Ledger.open(store, now=EPOCH, actor="bench", conn=conn)
-    try:
-        runner.attach(ledger)
-        runner.prepare(conn, ledger)
-        build_site(ledger, site_spec(associations))
-        return ledger.state().timezone
-    finally:
-        conn.close()
-        ledger.close()
+    subprocess.run(fairledger(url, "create-db", now=EPOCH), check=True, capture_output=True)
+    _transactions, timezone = populate(url, spec)
+    return timezone
 
 
 def sacct_as_json(sacct_path: str, timezone: str, out_path: str) -> int:
@@ -88,7 +78,7 @@ def _ingest(base: str, folder: str, item: Input, jobs: int) -> tuple[float, floa
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run(
-        _fairledger(f"sqlite:///{copy}", "ingest", "--format", item.fmt, item.path),
+        fairledger(f"sqlite:///{copy}", "ingest", "--format", item.fmt, item.path, now=NOW),
         capture_output=True,
         text=True,
     )
@@ -112,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     spec = site_spec(args.associations)
     with tempfile.TemporaryDirectory(prefix="fairledger-sacct-parity-") as folder:
         base = os.path.join(folder, "site.db")
-        timezone = _site_ledger(base, args.associations)
+        timezone = _site_ledger(base, spec)
         sacct = os.path.join(folder, "jobs.sacct")
         write_sacct_jobs(sacct, spec, args.jobs, 1, EPOCH + WEEK, EPOCH + 2 * WEEK, "slurm")
         as_json = os.path.join(folder, "sacct-jobs.jsonl")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -15,3 +16,15 @@ def measure_this_tree() -> None:
     tree's code in its CLI steps and its own in the steps it runs in process."""
     paths = [str(ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
     os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+
+
+def fairledger_command() -> list[str]:
+    """How a bench starts this tree's `fairledger`: the virtualenv's script (measure_this_tree
+    makes it load this tree), or the module where there is no script."""
+    script = Path(sys.executable).parent / "fairledger"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "cli.main"]
+
+
+def fairledger(url: str, *args: str, now: float) -> list[str]:
+    """`fairledger --db URL --now NOW ARGS...`."""
+    return [*fairledger_command(), "--db", url, "--now", f"{now:.3f}", *args]
