@@ -306,6 +306,33 @@ def test_a_file_is_recorded_in_one_transaction_while_it_is_validated(
     }
 
 
+def ingest_beside_another_writer(
+    store: Store, path: str, until: threading.Event, ended: threading.Event | None = None
+) -> Any:
+    """`ingest PATH` while another writer holds the writers' lock: taken before the ingest
+    starts, let go once `until` is set (at the latest when the ingest ends, or after 20 s),
+    and then `ended` set."""
+    from tests.cli.test_ledger import writers_lock_held
+
+    taken = threading.Event()
+
+    def other_writer() -> None:
+        with writers_lock_held(store):
+            taken.set()
+            until.wait(timeout=20)
+        if ended is not None:
+            ended.set()
+
+    holder = threading.Thread(target=other_writer)
+    holder.start()
+    try:
+        assert taken.wait(timeout=20)
+        return store.run("ingest", path)
+    finally:
+        until.set()
+        holder.join()
+
+
 def test_a_file_that_finds_the_ledger_taken_is_validated_meanwhile_and_recorded_after(
     ledger_store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -315,13 +342,12 @@ def test_a_file_that_finds_the_ledger_taken_is_validated_meanwhile_and_recorded_
     once every line has passed its spool is recorded as a pipe's is. Here another writer
     holds the lock until the ingest asks for it to record its spool."""
     from ledger.store.application import Ledger
-    from tests.cli.test_ledger import writers_lock_held
 
     site(ledger_store)
     in_processes(monkeypatch, 2)
     path = write(tmp_path / "long.jsonl", *(job(n, end=T0 - n, duration=n) for n in range(1, 31)))
     calls = spy_transactions(monkeypatch)
-    taken, asked = threading.Event(), threading.Event()
+    asked = threading.Event()
     real = Ledger.record_jobs
 
     def asking(self: Ledger, *args: Any, **kw: Any) -> Any:
@@ -329,20 +355,7 @@ def test_a_file_that_finds_the_ledger_taken_is_validated_meanwhile_and_recorded_
         return real(self, *args, **kw)
 
     monkeypatch.setattr(Ledger, "record_jobs", asking)
-
-    def other_writer() -> None:
-        with writers_lock_held(ledger_store):
-            taken.set()
-            asked.wait(timeout=20)
-
-    holder = threading.Thread(target=other_writer)
-    holder.start()
-    try:
-        assert taken.wait(timeout=20)
-        result = ledger_store.run("ingest", path)
-    finally:
-        asked.set()
-        holder.join()
+    result = ingest_beside_another_writer(ledger_store, path, until=asked)
     assert result.stdout == counts(30)
     # Tried after each of its 15 pieces, then recorded from the spool.
     assert calls == ["record_job_chunks"] * 15 + ["record_jobs"]
@@ -358,13 +371,12 @@ def test_a_file_whose_ingest_finds_the_ledger_free_part_way_records_what_it_spoo
     the ledger and records, in the one transaction, the pieces it spooled while waiting, then
     the rest as it is validated."""
     from ledger.store.application import Ledger
-    from tests.cli.test_ledger import writers_lock_held
 
     site(ledger_store)
     in_processes(monkeypatch, 2)
     path = write(tmp_path / "long.jsonl", *(job(n, end=T0 - n, duration=n) for n in range(1, 31)))
     tries: list[str] = []
-    taken, third_try, ended = threading.Event(), threading.Event(), threading.Event()
+    third_try, ended = threading.Event(), threading.Event()
     real = Ledger.record_job_chunks
 
     def trying(self: Ledger, *args: Any, **kw: Any) -> Any:
@@ -376,21 +388,7 @@ def test_a_file_whose_ingest_finds_the_ledger_free_part_way_records_what_it_spoo
 
     monkeypatch.setattr(Ledger, "record_job_chunks", trying)
     calls = spy_transactions(monkeypatch)
-
-    def other_writer() -> None:
-        with writers_lock_held(ledger_store):
-            taken.set()
-            third_try.wait(timeout=20)
-        ended.set()
-
-    holder = threading.Thread(target=other_writer)
-    holder.start()
-    try:
-        assert taken.wait(timeout=20)
-        result = ledger_store.run("ingest", path)
-    finally:
-        third_try.set()
-        holder.join()
+    result = ingest_beside_another_writer(ledger_store, path, until=third_try, ended=ended)
     assert result.stdout == counts(30)
     assert len(tries) == 3  # refused twice, then had the ledger
     assert calls.count("record_jobs") == 0  # nothing left for the spool's transactions
