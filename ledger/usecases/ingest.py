@@ -9,7 +9,9 @@ how many jobs are recorded: running the same command again completes the input.
 
 A file validated by helper processes is recorded while they validate it: each piece as it
 comes back, in one transaction that commits only once every line has passed, so that a bad
-line still records nothing (up to HELD_LINES jobs; the rest goes through the spool)."""
+line still records nothing (up to HELD_LINES jobs; the rest goes through the spool). While
+another writer holds the ledger, its pieces go into the spool until the ledger is free, and
+that transaction records them first."""
 
 from __future__ import annotations
 
