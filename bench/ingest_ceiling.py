@@ -44,8 +44,9 @@ from pydantic import TypeAdapter
 from rich.console import Console
 from rich.table import Table
 
+from bench.busy import machine_busy_seconds
 from bench.generate import site_spec, write_jobs
-from bench.run import DEFAULT_PG_URL, INGEST_TARGET, machine_busy_seconds
+from bench.run import DEFAULT_PG_URL, INGEST_TARGET
 from ledger import bounds
 from ledger.jobs import job_charge
 from ledger.plain_jobs import PlainLine
