@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from bench.busy import machine_busy_seconds
 from bench.generate import EPOCH, WEEK, SiteSpec, populate, site_spec, write_jobs
 from bench.source import fairledger, measure_this_tree
+from bench.targets import DEFAULT_PG_URL
 from ledger.store.connections import Connection, parse_store_url
 
-DEFAULT_PG_URL = os.environ.get("BENCH_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
 NOW = EPOCH + WEEK + 3600.0  # after every generated job's end
 
 

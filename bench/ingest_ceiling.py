@@ -46,7 +46,7 @@ from rich.table import Table
 
 from bench.busy import machine_busy_seconds
 from bench.generate import site_spec, write_jobs
-from bench.run import DEFAULT_PG_URL, INGEST_TARGET
+from bench.targets import DEFAULT_PG_URL, INGEST_TARGET
 from ledger import bounds
 from ledger.jobs import job_charge
 from ledger.plain_jobs import PlainLine
@@ -59,6 +59,8 @@ from projections.writers import usage_tables
 SCHEMA = "bench_ceiling"
 CLUSTER = "bench"
 EPOCH = 1.7e9
+# make bench's row: enough jobs that the pool's start is a small part of a run
+BENCH_JOBS, BENCH_ASSOCIATIONS = 250_000, 10_000
 PARAMS = UsageParams(epoch=EPOCH)
 
 # The product's own schema for a plain line (ledger.plain_jobs), over a piece at a time.
@@ -253,10 +255,10 @@ def write_all(conn: Connection, prepared: Iterable[Prepared]) -> None:
     writer.commit()
 
 
-def open_store(store: str, folder: str) -> Connection:
+def open_store(store: str, folder: str, pg_url: str = DEFAULT_PG_URL) -> Connection:
     """A fresh store holding the product's tables for jobs, keys and totals."""
     if store == "postgres":
-        conn = Connection(parse_store_url(f"{DEFAULT_PG_URL}?schema={SCHEMA}"))
+        conn = Connection(parse_store_url(f"{pg_url.split('?')[0]}?schema={SCHEMA}"))
         conn.raw.execute(f"DROP SCHEMA IF EXISTS {SCHEMA} CASCADE")
         conn.raw.execute(f"CREATE SCHEMA {SCHEMA}")
         state = "BYTEA"
@@ -320,13 +322,15 @@ class Timer:
         )
 
 
-def writer_alone(store: str, folder: str, lines: list[bytes], site: Site) -> Run:
+def writer_alone(
+    store: str, folder: str, lines: list[bytes], site: Site, pg_url: str = DEFAULT_PG_URL
+) -> Run:
     """The writer with every piece prepared ahead (not timed)."""
     global _SITE
     _SITE = site
     form = COPY_TEXT if store == "postgres" else TUPLES
     prepared = [prepare(task) for task in pieces(lines, form, folder)]
-    conn = open_store(store, folder)
+    conn = open_store(store, folder, pg_url)
     try:
         with Timer() as timer:
             write_all(conn, prepared)
@@ -344,12 +348,13 @@ def pipeline(
     helpers: int,
     form: str,
     piece_folder: str = "",
+    pg_url: str = DEFAULT_PG_URL,
 ) -> Run:
     """The whole ingest: helpers prepare pieces while the writer writes (the pieces' files, if
     any, in `piece_folder`)."""
     global _SITE
     _SITE = site
-    conn = open_store(store, folder)
+    conn = open_store(store, folder, pg_url)
     try:
         context = multiprocessing.get_context("fork")
         with Timer() as timer, context.Pool(helpers) as pool:
@@ -358,6 +363,44 @@ def pipeline(
         return timer.run
     finally:
         close_store(conn)
+
+
+def fastest_pipeline(
+    store: str, folder: str, lines: list[bytes], site: Site, pg_url: str = DEFAULT_PG_URL
+) -> Run:
+    """The pipeline's fastest form on `store`, a helper per CPU: rows handed over as SQLite
+    files for SQLite (the writer copies them in C, where tuples cost it their unpickling),
+    COPY text for PostgreSQL (already passed on unread)."""
+    cpus = os.cpu_count() or 1
+    if store == "postgres":
+        return pipeline(store, folder, lines, site, cpus, COPY_TEXT, pg_url=pg_url)
+    with _piece_folder(folder) as pieces_in:
+        return pipeline(store, folder, lines, site, cpus, PIECE_FILE, pieces_in)
+
+
+def row() -> tuple[str, str, str]:
+    """bench.run's row: (key, label, target)."""
+    return (
+        "ingest-ceiling",
+        f"ingest ceiling: the stack stripped to what the issue asks, {BENCH_JOBS:,} jobs "
+        "(bench.ingest_ceiling)",
+        "above the ingest rate's target, or that target is out of this machine's reach",
+    )
+
+
+def measure(store: str, ledger_url: str) -> tuple[str, bool]:
+    """bench.run's cell: the fastest pipeline's rate and the writer's alone, checked ✓ when
+    the faster of the two reaches the store's ingest target (✗: no ingest of the product's
+    could, on this machine as it runs now). `ledger_url`: the bench's ledger; on PostgreSQL
+    the ceiling uses its database, in a schema of its own."""
+    pg_url = ledger_url if store == "postgres" else DEFAULT_PG_URL
+    lines = bench_lines(BENCH_JOBS, BENCH_ASSOCIATIONS)
+    site = site_of(BENCH_ASSOCIATIONS)
+    with tempfile.TemporaryDirectory(prefix="fairledger-ceiling-") as folder:
+        alone = len(lines) / writer_alone(store, folder, lines, site, pg_url).wall
+        piped = len(lines) / fastest_pipeline(store, folder, lines, site, pg_url).wall
+    text = f"{piped:,.0f} jobs/s (the writer alone, every row made ahead: {alone:,.0f})"
+    return text, max(piped, alone) >= INGEST_TARGET[store]
 
 
 def _shown(run: Run, jobs: int) -> str:
@@ -428,11 +471,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             runs += [pipeline(store, folder, lines, site, n, form) for n in (1, cpus)]
             shown = [_shown(run, len(lines)) for run in runs]
             if store == "sqlite":
-                # Rows handed over as SQLite files: the writer copies them in C, where tuples
-                # cost it their unpickling (PostgreSQL's COPY text is already read unseen).
-                with _piece_folder(folder) as pieces_in:
-                    run = pipeline(store, folder, lines, site, cpus, PIECE_FILE, pieces_in)
-                shown.append(_shown(run, len(lines)))
+                shown.append(_shown(fastest_pipeline(store, folder, lines, site), len(lines)))
             else:
                 shown.append("(as COPY text)")
             table.add_row(store, *shown, f"{INGEST_TARGET[store]:,.0f}")
