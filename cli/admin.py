@@ -8,7 +8,7 @@ from cli.doctor_text import finding_line
 from cli.params import DURATION
 from cli.session import change_options, session
 from cli.verify_text import verified_lines
-from ledger.state import ALGORITHMS, WEIGHTED_WALK
+from ledger.site_config import ALGORITHMS, WEIGHTED_WALK
 from ledger.usage import DEFAULT_DECAY_FACTOR
 from ledger.usecases import admin
 

@@ -15,8 +15,8 @@ from ledger.clock import iso
 from ledger.fairshare import FAIRSHARE_DECIMALS
 from ledger.limit_fields import is_unlimited
 from ledger.site import ON_BEHALF_OF
+from ledger.site_config import ASSOCIATION_DEFAULTS, QOS_DEFAULTS, QUEUE_DEFAULTS
 from ledger.slurm_parent import PARENT_TEXT
-from ledger.state import ASSOCIATION_DEFAULTS, QOS_DEFAULTS, QUEUE_DEFAULTS
 from projections.queries.diff import SECTIONS, Diff, Row, Section
 from projections.queries.history import Entry
 

@@ -9,7 +9,7 @@ import click
 from cli.output import NO_RESULTS, Output, output_options
 from cli.params import AsOf, as_of_option
 from cli.session import change_options, session
-from ledger.state import QOS_FLAGS
+from ledger.site_config import QOS_FLAGS
 from projections.queries import site as queries
 from projections.writers.schema import QOS_COLUMNS
 

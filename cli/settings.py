@@ -9,7 +9,7 @@ from cli.output import NO_RESULTS, Output, output_options
 from cli.params import AsOf, as_of_option
 from cli.session import change_options, session
 from ledger.errors import InvalidValue
-from ledger.state import TRES_WEIGHTS_KEY
+from ledger.site_config import TRES_WEIGHTS_KEY
 from projections.queries import site as queries
 from projections.writers.schema import CONFIG_COLUMNS, FACTOR_COLUMNS
 

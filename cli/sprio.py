@@ -13,6 +13,7 @@ import click
 from cli.params import AsOf, as_of_option
 from cli.session import session
 from ledger.errors import InvalidValue
+from ledger.site_config import csv_items
 from ledger.slurm.sprio_format import (
     check_sort,
     default_format,
@@ -21,7 +22,6 @@ from ledger.slurm.sprio_format import (
     sort_results,
     sprio_priority,
 )
-from ledger.state import csv_items
 from ledger.usecases.job_sources import input_lines, stream_lines
 from ledger.usecases.sprio import SprioAnswer, SprioRequest, sprio
 

@@ -14,9 +14,9 @@ import click
 from cli.params import AsOf, as_of_option
 from cli.session import session
 from ledger.bounds import printable
+from ledger.site_config import ALGORITHMS, FAIR_TREE
 from ledger.slurm_shares import PARENT_TEXT
 from ledger.sshare_format import format_double
-from ledger.state import ALGORITHMS, FAIR_TREE
 from ledger.usecases.sshare import SshareRequest, sshare
 from projections.queries.sshare import SshareLine
 

@@ -29,8 +29,7 @@ from ledger.errors import AlreadyExists, InvalidValue, NotFound
 from ledger.fairshare_in_force import NEW_ASSOCIATION_FAIRSHARE
 from ledger.limits import ASSOCIATION_LIMIT_FIELDS
 from ledger.reducers import fold
-from ledger.slurm_parent import PARENT
-from ledger.state import (
+from ledger.site_config import (
     ALGORITHM_KEY,
     ALGORITHMS,
     ASSOCIATION_DEFAULTS,
@@ -58,14 +57,14 @@ from ledger.state import (
     USAGE_MODEL_KEY,
     USAGE_MODELS,
     WEIGHTED_WALK,
-    Association,
-    SiteState,
     csv_items,
     default_usage_model,
     periods_half_life,
     reset_period_seconds,
     usage_model_of,
 )
+from ledger.slurm_parent import PARENT
+from ledger.state import Association, SiteState
 
 SITE_ID = uuid5(NAMESPACE_URL, "fairledger:site")
 RESET_NAMES = tuple(ResetPeriod)  # Slurm's PriorityUsageResetPeriod names (continuous model)

@@ -30,15 +30,15 @@ from ledger.fairshare import (
     check_bank,
     rank_flat,
 )
-from ledger.state import (
+from ledger.site_config import (
     CLASSIC,
     FAIR_TREE,
     RESET_PERIOD_KEY,
     WEIGHTED_WALK,
-    SiteState,
     periods_half_life,
     reset_period_seconds,
 )
+from ledger.state import SiteState
 from ledger.usage import UsageParams, bin_count, decay_bins, period_of, usage_bins
 
 if TYPE_CHECKING:  # numpy's import is paid by Slurm sites only (the functions import them)

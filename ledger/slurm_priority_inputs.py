@@ -24,17 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ledger.slurm_priority import (
-    UINT32_MAX,
-    ClusterSize,
-    PartitionInfo,
-    PriorityConfig,
-    PriorityWeights,
-    QosInfo,
-    parse_priority_flags,
-    parse_tres_weights,
-)
-from ledger.state import (
+from ledger.site_config import (
     ALGORITHM_KEY,
     CLASSIC,
     CLUSTER_CPUS_KEY,
@@ -46,6 +36,16 @@ from ledger.state import (
     SLURM_FACTOR_DEFAULTS,
     TRES_WEIGHTS_KEY,
     csv_items,
+)
+from ledger.slurm_priority import (
+    UINT32_MAX,
+    ClusterSize,
+    PartitionInfo,
+    PriorityConfig,
+    PriorityWeights,
+    QosInfo,
+    parse_priority_flags,
+    parse_tres_weights,
 )
 
 

@@ -21,10 +21,9 @@ from typing import Any
 
 from ledger.errors import InvalidValue, LedgerError, ProblemList
 from ledger.fairshare_in_force import NEW_ASSOCIATION_FAIRSHARE
+from ledger.flux_accounting.columns import TABLE_COLUMNS, TABLE_ORDER
 from ledger.flux_accounting.db_import import AssociationPlan, event_order
 from ledger.flux_accounting.tables import (
-    TABLE_COLUMNS,
-    TABLE_ORDER,
     BankRow,
     Checked,
     Row,
@@ -35,7 +34,7 @@ from ledger.flux_accounting.tables import (
     read_queue,
 )
 from ledger.site import Site, Stamp
-from ledger.state import EDITABLE_CONFIG_KEYS
+from ledger.site_config import EDITABLE_CONFIG_KEYS
 
 
 @dataclass

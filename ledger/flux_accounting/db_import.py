@@ -46,9 +46,8 @@ from pathlib import Path
 from typing import Any
 
 from ledger.errors import InvalidValue, LedgerError, NotFound, ProblemList
+from ledger.flux_accounting.columns import FLUX_CONFIG_DEFAULTS, TABLE_COLUMNS
 from ledger.flux_accounting.tables import (
-    FLUX_CONFIG_DEFAULTS,
-    TABLE_COLUMNS,
     AssociationRow,
     BankRow,
     Checked,
@@ -61,8 +60,8 @@ from ledger.flux_accounting.tables import (
     read_queue,
 )
 from ledger.site import Site, Stamp, check_decay_config, normalise_config_value
+from ledger.site_config import CONFIG_KEYS, FACTOR_DEFAULTS
 from ledger.site_usage import usage_params
-from ledger.state import CONFIG_KEYS, FACTOR_DEFAULTS
 from ledger.usage import period_of, period_start
 
 FIXES: dict[str, str] = {

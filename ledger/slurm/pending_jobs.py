@@ -41,9 +41,9 @@ from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, mode
 from ledger import bounds
 from ledger.errors import InvalidValue
 from ledger.jobs import describe_validation_error
+from ledger.site_config import csv_items
 from ledger.slurm.tres import parse_tres
 from ledger.slurm_priority import NICE_LIMIT, UINT32_MAX, tres_key
-from ledger.state import csv_items
 
 PENDING = "PENDING"
 HELD = "held"  # the skipped count of held pending jobs, beside the states

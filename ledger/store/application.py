@@ -39,8 +39,8 @@ from ledger.errors import (
 )
 from ledger.joblog import BATCH_SIZE, JOBLOG_ID, JobLog, job_key
 from ledger.site import SITE_ID, Site, Stamp, default_config
+from ledger.site_config import WEIGHTED_WALK
 from ledger.state import (
-    WEIGHTED_WALK,
     SiteState,
     state_from_columns,
     state_from_dict,

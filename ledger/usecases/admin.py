@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ledger.errors import InvalidValue
-from ledger.state import WEIGHTED_WALK
+from ledger.site_config import WEIGHTED_WALK
 from ledger.store import append_only, roles
 from ledger.store.application import Ledger
 from ledger.store.connections import ensure_schema

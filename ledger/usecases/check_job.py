@@ -18,7 +18,7 @@ from ledger.limits import (
     QueueLimits,
     evaluate_job,
 )
-from ledger.state import csv_items
+from ledger.site_config import csv_items
 from ledger.store.connections import Connection
 from ledger.usecases.associations import Row, association_row, check_names
 from ledger.usecases.session import Session

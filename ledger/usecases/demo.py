@@ -20,7 +20,7 @@ from typing import Any
 from ledger.clock import AsOf, real_now
 from ledger.errors import AlreadyExists, LedgerMissing
 from ledger.site import Site, Stamp
-from ledger.state import CLASSIC, FAIR_TREE, TIMEZONE_KEY
+from ledger.site_config import CLASSIC, FAIR_TREE, TIMEZONE_KEY
 from ledger.store.connections import SCHEMA_NAME_LENGTH, StoreConfig
 from ledger.usecases import demo_slurm
 from ledger.usecases.admin import VerifyReport, verify

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 from ledger.clock import AsOf
 from ledger.errors import InvalidValue
+from ledger.flux_accounting.columns import TABLE_COLUMNS
 from ledger.flux_accounting.csv_files import Loaded, load_tables, read_csv_tables
-from ledger.flux_accounting.tables import TABLE_COLUMNS
 from ledger.usecases.session import Session
 from projections.queries.flux_tables import table_rows
 

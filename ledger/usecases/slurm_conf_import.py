@@ -35,8 +35,7 @@ from typing import Any
 
 from ledger.errors import InvalidValue, LedgerError
 from ledger.site import PRIORITY_FLAGS, Site, Stamp, normalise_config_value
-from ledger.slurm.conf import PartitionConf, SlurmConf, parse_slurm_conf
-from ledger.state import (
+from ledger.site_config import (
     ALGORITHM_KEY,
     BILLING_WEIGHTS,
     CLASSIC,
@@ -54,6 +53,7 @@ from ledger.state import (
     SLURM_FACTOR_DEFAULTS,
     TRES_WEIGHTS_KEY,
 )
+from ledger.slurm.conf import PartitionConf, SlurmConf, parse_slurm_conf
 from ledger.usecases.session import Session
 
 COMMAND = "import-slurm --conf"

@@ -38,10 +38,10 @@ from typing import Any, TypeVar
 
 from ledger.errors import InvalidValue, LedgerError, NotFound, ProblemList
 from ledger.site import Site, Stamp
+from ledger.site_config import ALGORITHM_KEY, FAIR_TREE, WEIGHTED_WALK
 from ledger.slurm.dump import DumpUser, SlurmDump, parse_dump
 from ledger.slurm.sshare import SshareRow, parse_sshare
 from ledger.slurm_shares import PARENT, ROOT
-from ledger.state import ALGORITHM_KEY, FAIR_TREE, WEIGHTED_WALK
 from ledger.usecases import slurm_conf_import
 from ledger.usecases.session import Session
 from ledger.usecases.slurm_conf_import import ConfImported, ConfSource

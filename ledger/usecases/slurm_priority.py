@@ -13,9 +13,9 @@ from typing import Any
 from ledger import bounds
 from ledger.clock import AsOf
 from ledger.errors import InvalidValue, NotFound
+from ledger.site_config import csv_items
 from ledger.slurm_priority import PartitionInfo, PendingJob, PriorityResult, slurm_job_priority
 from ledger.slurm_priority_inputs import SlurmPriorityInputs, slurm_priority_inputs
-from ledger.state import csv_items
 from ledger.store.connections import Connection
 from ledger.usecases.associations import Row, check_names
 from ledger.usecases.priority import PriorityView, priority_view

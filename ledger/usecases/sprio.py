@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 
 from ledger.clock import AsOf
 from ledger.errors import InvalidValue, LedgerError
+from ledger.site_config import TRES_WEIGHTS_KEY
 from ledger.slurm.pending_jobs import PendingJobInput, parse_pending_jobs
 from ledger.slurm.sprio_format import SprioWeights
 from ledger.slurm_priority import PriorityFlags
-from ledger.state import TRES_WEIGHTS_KEY
 from ledger.usecases.priority import priority_view
 from ledger.usecases.session import Session
 from ledger.usecases.slurm_priority import PricedJob, SitePricing, SlurmJob, site_pricing

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ledger.limit_fields import ASSOCIATION_LIMIT_FIELDS
-from ledger.state import BILLING_WEIGHTS, PARTITION_DEFAULTS
+from ledger.site_config import BILLING_WEIGHTS, PARTITION_DEFAULTS
 from ledger.store.connections import Connection
 
 Row = dict[str, Any]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ledger.flux_accounting.tables import TABLE_COLUMNS
+from ledger.flux_accounting.columns import TABLE_COLUMNS
 from ledger.store.connections import Connection
 from projections.queries import site
 

@@ -9,8 +9,7 @@ from typing import TYPE_CHECKING
 from ledger.store import log_tables
 from ledger.store.connections import Connection, is_permission_error
 from projections.writers import tracking
-from projections.writers.schema import READ_MODEL_VERSION
-from projections.writers.tracking import PROJECTION, READ_MODEL_KEY
+from projections.writers.tracking import PROJECTION, READ_MODEL_KEY, READ_MODEL_VERSION
 
 if TYPE_CHECKING:
     from ledger.store.application import Ledger

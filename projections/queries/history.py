@@ -33,7 +33,7 @@ from ledger import events as ev
 from ledger.clock import iso
 from ledger.errors import NotFound
 from ledger.joblog import JobLog
-from ledger.state import ALGORITHM_KEY, BILLING_WEIGHTS, WEIGHTED_WALK
+from ledger.site_config import ALGORITHM_KEY, BILLING_WEIGHTS, WEIGHTED_WALK
 from ledger.store.application import Ledger
 from ledger.store.connections import Connection
 

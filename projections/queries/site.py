@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from ledger.errors import NotFound
-from ledger.state import (
+from ledger.site_config import (
     ALGORITHM_KEY,
     BILLING_WEIGHTS,
     CONFIG_DEFAULTS,

@@ -12,8 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ledger.errors import InvalidValue
+from ledger.site_config import ALGORITHMS, WEIGHTED_WALK
 from ledger.site_usage import slurm_result
-from ledger.state import ALGORITHMS, WEIGHTED_WALK, SiteState
+from ledger.state import SiteState
 from ledger.store.application import Ledger
 from ledger.store.connections import Connection
 from projections.queries.as_of import Moment, site_state_at, usage_then

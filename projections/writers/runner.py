@@ -21,8 +21,9 @@ from ledger.joblog import JobLog
 from ledger.neutralizations import Neutralizations, in_log
 from ledger.reducers import Touched, fold
 from ledger.site import SITE_ID, Site
+from ledger.site_config import CONTINUOUS
 from ledger.site_usage import AssociationUsage, AssocKey
-from ledger.state import CONTINUOUS, SiteState, copy_state
+from ledger.state import SiteState, copy_state
 from ledger.store import log_tables
 from ledger.store.application import Ledger, _first_line, unprojectable_errors
 from ledger.store.connections import Connection

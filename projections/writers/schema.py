@@ -1,11 +1,12 @@
 """Read-model tables, named and laid out like flux-accounting's so its users' SQL carries over.
 
 Only portable SQL (SQLite >= 3.24 and PostgreSQL): the same statements run on both stores.
-Bump READ_MODEL_VERSION when a table changes: opening a ledger then rebuilds the read models.
+Bump READ_MODEL_VERSION (projections.writers.tracking) when a table changes: opening a ledger then
+rebuilds the read models.
 """
 
 from ledger.fairshare_in_force import NEW_ASSOCIATION_FAIRSHARE
-from ledger.flux_accounting.tables import (
+from ledger.flux_accounting.columns import (
     ASSOCIATION_COLUMNS,
     BANK_COLUMNS,
     CONFIG_COLUMNS,
@@ -13,22 +14,7 @@ from ledger.flux_accounting.tables import (
     PROJECT_COLUMNS,
     QUEUE_COLUMNS,
 )
-
-# 19: period_totals_snapshots and their marks, copies of the totals every so many jobs for
-# as-of reads (projections.writers.totals_snapshots); 18: fairshare_checkpoints without its
-# index by association (a key lookup per checkpoint instead: projections.writers.checkpoints);
-# 17: projection_tracking's ledger:usage_written (tracking.USAGE_WRITTEN), the last usage
-# update written, so that an update-fshare after an update-usage starts from it; 16: on SQLite
-# the tables of small rows keyed by their primary key are WITHOUT ROWID
-# (projections.writers.runner.KEY_ORDERED_TABLES); 15: on PostgreSQL the tables every update
-# rewrites keep half of each page free (projections.writers.runner.HOT_UPDATED_TABLES); 14:
-# log_index kinds "policy" and "users" for a change that moves no usage or only some users'
-# (ledger.usage_effects; usage_scope names them), and job_usage_bins without its per-row time;
-# 13: continuous_sums and continuous_mark (a Slurm site's usage carried forward); 12: a queue's
-# Slurm partition fields (priority_job_factor, ..., total_tres); 11: qos_table, an
-# association's qos and default_qos, a job's qos; 10 (on main): clear-usage's 0.5 indexed as a
-# stored fair-share; 9: a queue's billing_weights
-READ_MODEL_VERSION = 19
+from projections.writers.tracking import READ_MODEL_VERSION
 
 TABLES: dict[str, str] = {
     "projection_tracking": """

@@ -25,8 +25,25 @@ USAGE_WRITTEN = "ledger:usage_written"
 # The jobs folded since the period totals were last copied (projections.writers.totals_snapshots):
 # a count of jobs, not a log position.
 JOBS_SINCE_TOTALS_SNAPSHOT = "ledger:jobs_since_totals_snapshot"
-# The layout they were built with (schema.READ_MODEL_VERSION).
+# The layout they were built with (READ_MODEL_VERSION).
 READ_MODEL_KEY = "__read_model_version__"
+# The read models' layout (projections.writers.schema's tables), here so that a small read checks
+# it without importing the tables.
+# 19: period_totals_snapshots and their marks, copies of the totals every so many jobs for
+# as-of reads (projections.writers.totals_snapshots); 18: fairshare_checkpoints without its
+# index by association (a key lookup per checkpoint instead: projections.writers.checkpoints);
+# 17: projection_tracking's ledger:usage_written (tracking.USAGE_WRITTEN), the last usage
+# update written, so that an update-fshare after an update-usage starts from it; 16: on SQLite
+# the tables of small rows keyed by their primary key are WITHOUT ROWID
+# (projections.writers.runner.KEY_ORDERED_TABLES); 15: on PostgreSQL the tables every update
+# rewrites keep half of each page free (projections.writers.runner.HOT_UPDATED_TABLES); 14:
+# log_index kinds "policy" and "users" for a change that moves no usage or only some users'
+# (ledger.usage_effects; usage_scope names them), and job_usage_bins without its per-row time;
+# 13: continuous_sums and continuous_mark (a Slurm site's usage carried forward); 12: a queue's
+# Slurm partition fields (priority_job_factor, ..., total_tres); 11: qos_table, an
+# association's qos and default_qos, a job's qos; 10 (on main): clear-usage's 0.5 indexed as a
+# stored fair-share; 9: a queue's billing_weights
+READ_MODEL_VERSION = 19
 # The bookmarks that count log positions, each 0 in a new ledger.
 POSITIONS = (PROJECTION, SITE_VERSION, USAGE_WRITTEN)
 

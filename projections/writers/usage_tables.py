@@ -22,6 +22,7 @@ from typing import Any
 from ledger.bounds import CHARGE_UNITS, charge_units
 from ledger.fairshare import Ranking
 from ledger.fairshare_in_force import NEW_ASSOCIATION_FAIRSHARE, shown_after_walk
+from ledger.site_config import CONTINUOUS, WEIGHTED_WALK
 from ledger.site_usage import (
     AssociationResolver,
     AssociationUsage,
@@ -35,7 +36,7 @@ from ledger.site_usage import (
     usage_params,
     window,
 )
-from ledger.state import CONTINUOUS, WEIGHTED_WALK, Association, SiteState
+from ledger.state import Association, SiteState
 from ledger.store.connections import Connection
 from ledger.usage import UsageParams, period_of, period_start
 from projections.writers import continuous_state, totals_snapshots, tracking, usage_scope

@@ -4,7 +4,7 @@ from dataclasses import fields, replace
 
 import pytest
 
-from ledger.flux_accounting.tables import ASSOCIATION_COLUMNS
+from ledger.flux_accounting.columns import ASSOCIATION_COLUMNS
 from ledger.limits import (
     ASSOCIATION_LIMIT_FIELDS,
     NO_QUEUE,

@@ -7,7 +7,7 @@ import pytest
 
 from ledger.errors import AlreadyExists, InvalidValue, LedgerError, NotFound
 from ledger.limits import UNLIMITED
-from ledger.state import QUEUE_DEFAULTS
+from ledger.site_config import QUEUE_DEFAULTS
 from tests.unit.site_events import (
     Command,
     bank,

@@ -8,7 +8,7 @@ import pytest
 
 from ledger.errors import AlreadyExists, InvalidValue, NotFound
 from ledger.limits import UNLIMITED
-from ledger.state import ASSOCIATION_DEFAULTS
+from ledger.site_config import ASSOCIATION_DEFAULTS
 from tests.unit.site_events import Command, bank, given, project, queue, refused, then, user
 
 NEGATIVE = "(value must be a non-negative integer or -1 to reset to default)"  # theirs

@@ -1,6 +1,7 @@
 """The site state's plain representation: comma lists as associations hold queues and projects."""
 
-from ledger.state import copy_state, csv_items, state_to_dict
+from ledger.site_config import csv_items
+from ledger.state import copy_state, state_to_dict
 from tests.unit.site_events import STAMP, T0, Command, flux_account_tree, given, queue, user
 
 
