@@ -183,13 +183,16 @@ def record_input(
         result = IngestResult()
         # `mark` is this process's own (a closure over the import's balances): it amends the
         # records where they are validated, so an input it marks is validated here.
-        helpers = _helpers() if mark is None else 0
-        held = from_file and helpers > 0
+        helpers = _helpers if mark is None else _no_helpers
         terms = Terms(bounds.latest_time(real_now()), state, read_lines)
         pass1 = _Pass1(lines, skip_invalid, name, terms, charged, mark, helpers)
         resolver = AssociationResolver(state)
         parts = pass1.parts()
-        if held:
+        # The first part decides: by then pass 1 has read far enough to know whether the input
+        # is long enough for helpers, and if so has counted the idle CPUs.
+        first = next(parts, None)
+        parts = itertools.chain([] if first is None else [first], parts)
+        if from_file and pass1.reading.helpers > 0:
             for tally in _record_while_validated(
                 ledger, pass1, parts, spool, notes, reason, origin, resolver
             ):
@@ -267,7 +270,7 @@ class _Pass1:
         terms: Terms,
         charged: ChargeTotals,
         mark: Mark | None,
-        helpers: int,
+        helpers: Callable[[], int],
     ) -> None:
         self.reading = _Reading()
         self.validated = _validated(lines, terms, helpers, mark, self.reading)
@@ -348,23 +351,30 @@ def _not_utf8(shown: str, err: UnicodeDecodeError) -> InvalidValue:
 @dataclass
 class _Reading:
     lines: int = 0  # lines read from the input so far (validated or being validated)
+    helpers: int = 0  # the helper processes validating them
 
 
 def _validated(
-    lines: Iterator[Any], terms: Terms, helpers: int, mark: Mark | None, reading: _Reading
+    lines: Iterator[Any],
+    terms: Terms,
+    helpers: Callable[[], int],
+    mark: Mark | None,
+    reading: _Reading,
 ) -> Iterator[tuple[int, Validated, bool]]:
     """What validating the lines gave, in order, a part at a time: (its lines, what it gave,
     whether it ends a chunk of CHUNK_LINES lines). An input of one chunk is validated in this
-    process, a chunk a part; a longer one by `helpers` helper processes, if any (`mark`,
-    which amends each record, has none), in parts of HELPER_LINES, while this one reads
+    process, a chunk a part; a longer one by `helpers()` helper processes, if any (asked only
+    then, so that a short input never waits for the CPUs to be counted; `mark`, which amends
+    each record, has none), in parts of HELPER_LINES, while this one reads
     ahead (up to CHUNKS_AHEAD chunks) and records or spools. Either way a chunk's
     parts give what validating it whole gives, and an error reading the input (not UTF-8,
     say) is raised after every chunk read before it, as reading one chunk at a time raises
     it."""
     chunks = _errors_last(_chunks(lines, CHUNK_LINES))
     first = next(chunks, None)
-    ahead = next(chunks, None) if helpers and isinstance(first, list) else None
-    if not isinstance(ahead, list):  # one chunk, or one CPU: this process alone
+    ahead = next(chunks, None) if isinstance(first, list) else None
+    reading.helpers = helpers() if isinstance(ahead, list) else 0
+    if reading.helpers == 0:  # one chunk, or no idle CPU: this process alone
         line = 1
         for chunk in itertools.chain(
             [] if first is None else [first], [] if ahead is None else [ahead], chunks
@@ -375,8 +385,8 @@ def _validated(
             yield len(chunk), validate_chunk(chunk, line, terms, mark), True
             line += len(chunk)
         return
-    assert isinstance(first, list) and mark is None
-    pool = Helpers(helpers, terms)
+    assert isinstance(first, list) and isinstance(ahead, list) and mark is None
+    pool = Helpers(reading.helpers, terms)
     try:
         pending: deque[list[int]] = deque()  # the sizes of the pieces of each chunk given
         line = 1
@@ -420,8 +430,13 @@ def _errors_last(chunks: Iterator[list[Any]]) -> Iterator[list[Any] | Exception]
         yield err
 
 
+def _no_helpers() -> int:
+    return 0
+
+
 def _helpers() -> int:
-    """How many helper processes pass 1 may use: the idle CPUs as it starts, at most
+    """How many helper processes pass 1 may use: the idle CPUs once the input proves longer
+    than a chunk (two chunks read; ledger.machine.idle_cpus), at most
     MAX_HELPERS, and none on one CPU (a helper would only take the place of this process).
     Beside a PostgreSQL server on this machine too: the helpers run below the command's
     priority, and an ingester that finds another recording validates beside it rather than

@@ -49,6 +49,25 @@ def both_ways(
     return runs[0]
 
 
+def test_only_an_input_longer_than_a_chunk_counts_the_idle_cpus(
+    ledger_store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Counting them may wait a moment (ledger.machine.IDLE_WINDOW): a short input, which no
+    helper would validate, never does; a longer one counts them once."""
+    site(ledger_store)
+    in_processes(monkeypatch, 0)
+    asked: list[int] = []
+    monkeypatch.setattr(ingest_use_case, "_helpers", lambda: asked.append(1) or 0)
+    short = write(tmp_path / "short.jsonl", *(job(n, end=T0 - n) for n in range(1, CHUNK + 1)))
+    assert ledger_store.run("ingest", short).stdout == counts(CHUNK)
+    assert asked == []
+    longer = write(
+        tmp_path / "longer.jsonl", *(job(n, end=T0 - n) for n in range(101, 102 + CHUNK))
+    )
+    assert ledger_store.run("ingest", longer).stdout == counts(CHUNK + 1)
+    assert asked == [1]
+
+
 def test_helpers_record_a_long_input_once(
     ledger_store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
