@@ -13,7 +13,6 @@ Events recorded after T have positions after P, so the answer for T never change
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -303,10 +302,6 @@ def materialize(ledger: Ledger, conn: Connection, moment: Moment) -> Connection:
     memory.execute(usage_tables.TABLES["job_usage_bins"])
     memory.executemany(
         "INSERT INTO job_usage_bins (username, bank, bins) VALUES (?, ?, ?)",
-        [(k[0], k[1], _bins(v.bins)) for k, v in usage.items()],
+        [(k[0], k[1], usage_tables.bins_text(v.bins)) for k, v in usage.items()],
     )
     return memory
-
-
-def _bins(values: list[float]) -> str:
-    return json.dumps(values)
