@@ -20,6 +20,7 @@ from ledger.clock import (
     zone_named,
 )
 from ledger.errors import LedgerError, LedgerMissing
+from ledger.site_config import WEIGHTED_WALK
 from ledger.store.connections import (
     DEFAULT_URL,
     Connection,
@@ -205,11 +206,9 @@ class Session:
         now: float | None,
         actor: str,
         reason: str,
-        fairshare_algorithm: str | None = None,
+        fairshare_algorithm: str = WEIGHTED_WALK,
     ) -> Ledger:
-        """A new ledger at this session's store, its first events projected as they land
-        (ranking with the weighted walk unless `fairshare_algorithm` names another)."""
-        from ledger.site_config import WEIGHTED_WALK
+        """A new ledger at this session's store, its first events projected as they land."""
         from ledger.store.application import Ledger
         from projections.writers import runner
 
@@ -222,7 +221,7 @@ class Session:
             reset_period,
             decay_factor,
             reason=reason,
-            fairshare_algorithm=fairshare_algorithm or WEIGHTED_WALK,
+            fairshare_algorithm=fairshare_algorithm,
         )
         self._ledger = ledger
         return ledger
