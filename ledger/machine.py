@@ -31,13 +31,14 @@ def idle_cpus() -> int:
         mine = sorted(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
         return os.cpu_count() or 1
-    if _other_runnable() == 0:
+    others = _other_runnable()
+    if others == 0:
         return len(mine)
     before = _cpu_times(mine)
     time.sleep(IDLE_WINDOW)
     after = _cpu_times(mine)
     if before is None or after is None or after[1] <= before[1]:
-        return max(len(mine) - _other_runnable(), 0)
+        return max(len(mine) - others, 0)
     idle_share = (after[0] - before[0]) / (after[1] - before[1])
     return int(idle_share * len(mine) + 0.5)
 

@@ -53,9 +53,9 @@ def test_work_that_stays_is_counted_to_the_nearest_cpu(
 
 
 def test_without_the_cpus_times_the_one_look_counts(monkeypatch: pytest.MonkeyPatch) -> None:
-    machine_showing(monkeypatch, [1, 1], [None, None])
+    machine_showing(monkeypatch, [1], [None, None])
     assert machine.idle_cpus() == 1
-    machine_showing(monkeypatch, [3, 3], [None, None])
+    machine_showing(monkeypatch, [3], [None, None])
     assert machine.idle_cpus() == 0  # never below none
 
 
