@@ -5,13 +5,18 @@ from __future__ import annotations
 
 import os
 
+from ledger.machine import cpu_times_of
+
 
 def machine_busy_seconds() -> float:
-    """Seconds every CPU has spent busy since boot (Linux /proc/stat: all but idle and
-    iowait); 0.0 where there is no /proc."""
+    """Seconds every CPU has spent busy since boot (Linux /proc/stat, read as ingest reads it
+    to count idle CPUs: all but idle and I/O wait); 0.0 where there is no /proc."""
     try:
         with open("/proc/stat", encoding="ascii") as stat:
-            ticks = [int(v) for v in stat.readline().split()[1:]]
-    except (OSError, ValueError):
+            times = cpu_times_of(stat, list(range(os.cpu_count() or 1)))
+    except (OSError, ValueError, IndexError):
         return 0.0
-    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
+    if times is None:
+        return 0.0
+    idle, total = times
+    return (total - idle) / os.sysconf("SC_CLK_TCK")
