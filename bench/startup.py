@@ -16,12 +16,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
-from bench.source import measure_this_tree
+from bench.source import fairledger_command, measure_this_tree
 
 STARTUP_TARGET = 0.15  # seconds, issue 15
 RUNS = 10
@@ -37,11 +36,6 @@ SITE = (
     ["add-bank", "physics", "50", "--parent-bank", "root"],
     ["add-user", "--username", "alice", "--userid", "5001", "--bank", "physics"],
 )
-
-
-def _command() -> list[str]:
-    script = Path(sys.executable).parent / "fairledger"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "cli.main"]
 
 
 def _env() -> dict[str, str]:
@@ -69,7 +63,7 @@ def measure(runs: int = RUNS) -> dict[str, tuple[str, bool]]:
     env = _env()
     folder = tempfile.mkdtemp(prefix="fairledger-bench-startup-")
     try:
-        head = [*_command(), "--db", f"sqlite:///{folder}/small.db"]
+        head = [*fairledger_command(), "--db", f"sqlite:///{folder}/small.db"]
         for args in SITE:  # also writes the bytecode of the modules a read imports
             subprocess.run([*head, *args], capture_output=True, env=env, check=True)
         out = {}
