@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import math
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -82,10 +82,16 @@ class AssociationResolver:
     def user_of_uid(self) -> dict[int, str]:
         """The one user holding each userid (a userid two users hold resolves to no one).
         Built on first need: most jobs name their user, and a site has 10,000 associations."""
-        owners: dict[int, set[str]] = defaultdict(set)
-        for assoc in self.state.all_associations():
-            owners[assoc.userid].add(assoc.username)
-        return {uid: next(iter(names)) for uid, names in owners.items() if len(names) == 1}
+        # One pass, sets only for the few userids two users hold: a cron cycle builds it.
+        owner: dict[int, str] = {}
+        shared: set[int] = set()
+        for banks in self.state.associations.values():
+            for assoc in banks.values():
+                if owner.setdefault(assoc.userid, assoc.username) != assoc.username:
+                    shared.add(assoc.userid)
+        for uid in shared:
+            del owner[uid]
+        return owner
 
     def resolve_cached(
         self, userid: int | None, username: str | None, bank: str | None
@@ -188,11 +194,7 @@ def rebinned_usage(
     `resolver`: one already made for `state`, whose resolved identities are reused."""
     params = usage_params(state)
     current = period_of(at, params)
-    per_assoc = _charges_by_period(
-        resolver or AssociationResolver(state),
-        totals,
-        lambda key, period: key in kept and period in periods,
-    )
+    per_assoc = _charges_by_period(resolver or AssociationResolver(state), totals, kept, periods)
     out = {}
     for key, old in kept.items():
         bins = list(old)
@@ -208,20 +210,26 @@ def rebinned_usage(
 def _charges_by_period(
     resolver: AssociationResolver,
     totals: Iterable[PeriodTotal],
-    wanted: Callable[[AssocKey, int], bool] | None = None,
+    keys: Container[AssocKey] | None = None,
+    periods: Container[int] | None = None,
 ) -> dict[AssocKey, dict[int, list[float]]]:
-    """The totals' charges by association and period (those `wanted`, if given), each list in
-    the totals' order for math.fsum."""
+    """The totals' charges by association and period (only those of `keys` in `periods`, if
+    given), each list in the totals' order for math.fsum."""
     per_assoc: dict[AssocKey, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
     # The resolver's cache read in the loop: a site's totals repeat each identity per period
-    # (an as-of read goes through tens of thousands).
+    # (an as-of read goes through tens of thousands). The filter is tested here, not through
+    # a function: a cron cycle's rebinning passes tens of thousands of totals.
     resolved, resolve = resolver.resolved, resolver.resolve_cached
     for userid, username, bank, period, charge in totals:
         try:
             key = resolved[(userid, username, bank)]
         except KeyError:
             key = resolve(userid, username, bank)
-        if key is not None and (wanted is None or wanted(key, period)):
+        if (
+            key is not None
+            and (keys is None or key in keys)
+            and (periods is None or period in periods)
+        ):
             per_assoc[key][period].append(charge)
     return per_assoc
 
