@@ -220,12 +220,18 @@ class Ranking:
     ranked_of: int  # N: every association of the tree
 
     def fairshare(self) -> dict[tuple[str, str], float]:
-        """Each association's fair-share, in walk order."""
-        ranked_of = self.ranked_of
-        # fairshare_of_rank inlined: this runs once per association.
-        return {
-            key: round(rank / ranked_of, FAIRSHARE_DECIMALS) for key, rank in self.ranks.items()
-        }
+        """Each association's fair-share, in walk order: worked out once per ranking (an
+        update asks for it twice, for the columns and for the checkpoint), so the caller
+        must not change it."""
+        made = self.__dict__.get("_fairshare")
+        if made is None:
+            ranked_of = self.ranked_of
+            # fairshare_of_rank inlined: this runs once per association.
+            made = {
+                key: round(rank / ranked_of, FAIRSHARE_DECIMALS) for key, rank in self.ranks.items()
+            }
+            object.__setattr__(self, "_fairshare", made)  # frozen: set past its guard
+        return made
 
 
 def fairshare_of_rank(rank: int, ranked_of: int) -> float:
