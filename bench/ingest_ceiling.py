@@ -273,7 +273,7 @@ def open_store(store: str, folder: str, pg_url: str = DEFAULT_PG_URL) -> Connect
             f"CREATE TABLE events (position BIGINT PRIMARY KEY, state {state} NOT NULL)",
             usage_tables.TABLES["jobs"],
             usage_tables.TABLES["period_totals"],
-            *usage_tables.INDEXES,
+            *usage_tables.indexes(conn.config.is_postgres),
         ]
     )
     log_tables.create_tables(conn, [log_tables.JOB_KEYS])

@@ -2,7 +2,8 @@
 
 Only portable SQL (SQLite >= 3.24 and PostgreSQL): the same statements run on both stores.
 Bump READ_MODEL_VERSION (projections.writers.tracking) when a table changes: opening a ledger then
-rebuilds the read models.
+rebuilds the read models. A change of indexes alone is a step instead
+(projections.writers.runner.index_steps): opening a ledger runs its statements, without a rebuild.
 """
 
 from ledger.fairshare_in_force import NEW_ASSOCIATION_FAIRSHARE

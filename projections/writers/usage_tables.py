@@ -104,8 +104,32 @@ INDEXES = [
     "CREATE INDEX IF NOT EXISTS jobs_position_idx ON jobs (position)",
     "CREATE INDEX IF NOT EXISTS jobs_t_inactive_idx ON jobs (t_inactive)",
     "CREATE INDEX IF NOT EXISTS jobs_user_idx ON jobs (username, userid)",
-    "CREATE INDEX IF NOT EXISTS period_totals_period_idx ON period_totals (period)",
 ]
+# The period totals by period, for the reads of a window or of the periods a cycle changed. On
+# SQLite the index holds the charge too (and, as every index of a WITHOUT ROWID table, the key),
+# so those reads never look a row up in the table: on the 1M-job bench ledger a cron cycle's
+# 33,000 totals took 39 ms instead of 72, a whole window's 109,000 took 156 ms instead of 261.
+# A PostgreSQL server reads them in 17 and 42 ms through the plain index: it would only pay
+# the upkeep of the wider one.
+_TOTALS_BY_PERIOD = "CREATE INDEX IF NOT EXISTS period_totals_period_idx ON period_totals (period)"
+_TOTALS_BY_PERIOD_WITH_UNITS = (
+    "CREATE INDEX IF NOT EXISTS period_totals_period_units_idx "
+    "ON period_totals (period, charge_units)"
+)
+
+
+def indexes(postgres: bool) -> list[str]:
+    """This module's indexes on one store."""
+    return [*INDEXES, _TOTALS_BY_PERIOD if postgres else _TOTALS_BY_PERIOD_WITH_UNITS]
+
+
+def totals_index_step(postgres: bool) -> list[str]:
+    """What takes a ledger of layout 19 to layout 20 (the period index that holds the charge
+    on SQLite; nothing on PostgreSQL): the totals' rows stay as they are."""
+    if postgres:
+        return []
+    return ["DROP INDEX IF EXISTS period_totals_period_idx", _TOTALS_BY_PERIOD_WITH_UNITS]
+
 
 _INSERT_JOB = """
     INSERT INTO jobs (cluster, id, userid, username, bank, queue, project, t_submit, t_run,

@@ -303,7 +303,7 @@ def test_a_rebuild_as_the_first_command_after_an_upgrade_folds_the_log_once(
         with conn.transaction():
             conn.execute(
                 "UPDATE projection_tracking SET position = ? WHERE name = ?",
-                (schema.READ_MODEL_VERSION - 1, tracking.READ_MODEL_KEY),
+                (_before_a_table_change(conn), tracking.READ_MODEL_KEY),
             )
     finally:
         conn.close()
@@ -314,6 +314,62 @@ def test_a_rebuild_as_the_first_command_after_an_upgrade_folds_the_log_once(
     assert len(folds) == 1
     ledger_store.run("rebuild")  # the layout is current now: the rebuild asked for folds
     assert len(folds) == 2
+    assert ledger_store.tables() == before
+
+
+def _before_a_table_change(conn: Connection) -> int:
+    """A layout that only a rebuild takes to this release's: one below every index step."""
+    return min(runner.index_steps(conn.config.is_postgres)) - 1
+
+
+def _totals_indexes(conn: Connection) -> set[str]:
+    if conn.config.is_postgres:
+        sql = (
+            "SELECT indexname FROM pg_indexes "
+            "WHERE schemaname = current_schema() AND tablename = 'period_totals'"
+        )
+    else:
+        sql = "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'period_totals'"
+    return {str(name) for (name,) in conn.rows(sql)}
+
+
+def test_a_layout_an_index_step_behind_takes_the_step_without_a_rebuild(
+    ledger_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Layout 19 had the period totals' plain index on SQLite too; 20 changed only that index,
+    # so opening a ledger of 19 (after an upgrade) runs the step and refolds nothing.
+    build_flux_account_site(ledger_store, with_e_users=True)
+    before = ledger_store.tables()
+    conn = Connection(parse_store_url(ledger_store.url))
+    try:
+        new_indexes = _totals_indexes(conn)
+        with conn.transaction():
+            if not conn.config.is_postgres:
+                conn.execute("DROP INDEX period_totals_period_units_idx")
+                conn.execute("CREATE INDEX period_totals_period_idx ON period_totals (period)")
+            conn.execute(
+                "UPDATE projection_tracking SET position = 19 WHERE name = ?",
+                (tracking.READ_MODEL_KEY,),
+            )
+        assert (_totals_indexes(conn) == new_indexes) == conn.config.is_postgres
+    finally:
+        conn.close()
+    folds: list[None] = []
+    monkeypatch.setattr(runner, "rebuild", lambda *args: folds.append(None))
+    assert "root" in ledger_store.run("view-bank", "root").stdout
+    assert folds == []
+    conn = Connection(parse_store_url(ledger_store.url))
+    try:
+        assert _totals_indexes(conn) == new_indexes
+        assert tracking.position(conn, tracking.READ_MODEL_KEY) == schema.READ_MODEL_VERSION
+        if not conn.config.is_postgres:
+            plan = conn.rows(
+                "EXPLAIN QUERY PLAN SELECT userid, username, bank, period, charge_units "
+                "FROM period_totals WHERE period >= 0 AND period <= 3"
+            )
+            assert "COVERING INDEX period_totals_period_units_idx" in str(plan)
+    finally:
+        conn.close()
     assert ledger_store.tables() == before
 
 
