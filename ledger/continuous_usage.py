@@ -213,14 +213,27 @@ class Settler:
         return anchor, int(rate / k * -math.expm1(-elapsed * k) * grown * _UNITS_PER_SECOND)
 
 
-def anchored_parts(sums: Mapping[float, int], at: float, half_life: float) -> list[float]:
+def anchored_parts(
+    sums: Mapping[float, int],
+    at: float,
+    half_life: float,
+    weights: dict[float, float] | None = None,
+) -> list[float]:
     """Each anchor's exact sum (settled_units) as its decayed usage at `at`: the parts to add
-    with math.fsum. An anchor after `at` holds no settled job, so none is asked about."""
-    return [
-        units / _UNIT_DIVISOR * decay_weight(at - anchor, half_life)
-        for anchor, units in sums.items()
-        if units
-    ]
+    with math.fsum. An anchor after `at` holds no settled job, so none is asked about.
+    `weights`: each anchor's decay_weight at `at`, as worked out so far for this `at` and
+    `half_life` (filled in here): a site's associations share their few anchors, and a
+    reading decays 10,000 of them."""
+    if weights is None:
+        weights = {}
+    parts = []
+    for anchor, units in sums.items():
+        if units:
+            weight = weights.get(anchor)
+            if weight is None:
+                weight = weights[anchor] = decay_weight(at - anchor, half_life)
+            parts.append(units / _UNIT_DIVISOR * weight)
+    return parts
 
 
 def charge_usage(charge: Charge, at: float, half_life: float, since: float | None = None) -> float:
