@@ -300,11 +300,7 @@ def test_a_rebuild_as_the_first_command_after_an_upgrade_folds_the_log_once(
     before = ledger_store.tables()
     conn = Connection(parse_store_url(ledger_store.url))
     try:
-        with conn.transaction():
-            conn.execute(
-                "UPDATE projection_tracking SET position = ? WHERE name = ?",
-                (_before_a_table_change(conn), tracking.READ_MODEL_KEY),
-            )
+        _lay_out_as(conn, _before_a_table_change(conn))
     finally:
         conn.close()
     folds: list[None] = []
@@ -315,6 +311,18 @@ def test_a_rebuild_as_the_first_command_after_an_upgrade_folds_the_log_once(
     ledger_store.run("rebuild")  # the layout is current now: the rebuild asked for folds
     assert len(folds) == 2
     assert ledger_store.tables() == before
+
+
+def _lay_out_as(conn: Connection, version: int, *statements: str) -> None:
+    """Make the read models look laid out by the release of layout `version`: `statements`
+    undo what the later layouts changed."""
+    with conn.transaction():
+        for statement in statements:
+            conn.execute(statement)
+        conn.execute(
+            "UPDATE projection_tracking SET position = ? WHERE name = ?",
+            (version, tracking.READ_MODEL_KEY),
+        )
 
 
 def _before_a_table_change(conn: Connection) -> int:
@@ -343,14 +351,11 @@ def test_a_layout_an_index_step_behind_takes_the_step_without_a_rebuild(
     conn = Connection(parse_store_url(ledger_store.url))
     try:
         new_indexes = _totals_indexes(conn)
-        with conn.transaction():
-            if not conn.config.is_postgres:
-                conn.execute("DROP INDEX period_totals_period_units_idx")
-                conn.execute("CREATE INDEX period_totals_period_idx ON period_totals (period)")
-            conn.execute(
-                "UPDATE projection_tracking SET position = 19 WHERE name = ?",
-                (tracking.READ_MODEL_KEY,),
-            )
+        undo = [
+            "DROP INDEX period_totals_period_units_idx",
+            "CREATE INDEX period_totals_period_idx ON period_totals (period)",
+        ]
+        _lay_out_as(conn, 19, *([] if conn.config.is_postgres else undo))
         assert (_totals_indexes(conn) == new_indexes) == conn.config.is_postgres
     finally:
         conn.close()
