@@ -176,7 +176,7 @@ def association_usage(
         for total in dropped:
             key = resolver.resolve_cached(total.userid, total.username, total.bank)
             if key is not None and cutoffs.get(key) == cutoff:
-                per_assoc[key][total.period].append(-total.charge)
+                per_assoc.setdefault(key, {}).setdefault(total.period, []).append(-total.charge)
     out = {}
     for assoc in state.all_associations():
         key = (assoc.username, assoc.bank)
@@ -224,23 +224,32 @@ def _charges_by_period(
     periods: Container[int] | None = None,
 ) -> dict[AssocKey, dict[int, list[float]]]:
     """The totals' charges by association and period (only those of `keys` in `periods`, if
-    given), each list in the totals' order for math.fsum."""
-    per_assoc: dict[AssocKey, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
-    # The resolver's cache read in the loop: a site's totals repeat each identity per period
-    # (an as-of read goes through tens of thousands). The filter is tested here, not through
-    # a function: a cron cycle's rebinning passes tens of thousands of totals, half of them an
-    # identity not seen yet (a miss found by get, not by a KeyError: half the cost).
-    resolved, resolve = resolver.resolved, resolver.resolve_cached
+    given): lists for math.fsum. An association some total resolves to has an entry, even if
+    `periods` kept none of its charges."""
+    per_assoc: dict[AssocKey, dict[int, list[float]]] = {}
+    # Each job identity's association's charges by period, found once per identity: a site's
+    # totals repeat each identity per period, and an as-of read goes through 75,000 of them
+    # (30,000 identities). A miss is found by get, not by a KeyError (half the cost), and the
+    # filters are tested here, not through a function.
+    targets: dict[tuple[int | None, str | None, str | None], dict[int, list[float]] | None] = {}
+    resolve = resolver.resolve_cached
     for userid, username, bank, period, charge in totals:
-        key = resolved.get((userid, username, bank), _UNSEEN)
-        if key is _UNSEEN:
+        identity = (userid, username, bank)
+        target = targets.get(identity, _UNSEEN)
+        if target is _UNSEEN:
             key = resolve(userid, username, bank)
-        if (
-            key is not None
-            and (keys is None or key in keys)
-            and (periods is None or period in periods)
-        ):
-            per_assoc[key][period].append(charge)
+            target = targets[identity] = (
+                None
+                if key is None or (keys is not None and key not in keys)
+                else per_assoc.setdefault(key, {})
+            )
+        if target is None or (periods is not None and period not in periods):
+            continue
+        charges = target.get(period)
+        if charges is None:
+            target[period] = [charge]
+        else:
+            charges.append(charge)
     return per_assoc
 
 
