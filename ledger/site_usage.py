@@ -95,10 +95,9 @@ class AssociationResolver:
         # One pass, sets only for the few userids two users hold: a cron cycle builds it.
         owner: dict[int, str] = {}
         shared: set[int] = set()
-        for banks in self.state.associations.values():
-            for assoc in banks.values():
-                if owner.setdefault(assoc.userid, assoc.username) != assoc.username:
-                    shared.add(assoc.userid)
+        for assoc in self.state.all_associations():
+            if owner.setdefault(assoc.userid, assoc.username) != assoc.username:
+                shared.add(assoc.userid)
         for uid in shared:
             del owner[uid]
         return owner
@@ -427,16 +426,15 @@ class ContinuousReading:
         at, half_life = self.at, self.half_life
         opening, settled, running = self.opening, self.settled, self.running
         weights: dict[float, float] = {}  # each anchor's decay at `at`, shared by all
-        for banks in state.associations.values():
-            for assoc in banks.values():
-                key = (assoc.username, assoc.bank)
-                sums = settled.get(key)
-                parts = anchored_parts(sums, at, half_life, weights) if sums else []
-                if key in opening:
-                    parts = [*opening[key], *parts]
-                if key in running:
-                    parts += running[key]
-                out[key] = AssociationUsage(math.fsum(parts), [])
+        for assoc in state.all_associations():
+            key = (assoc.username, assoc.bank)
+            sums = settled.get(key)
+            parts = anchored_parts(sums, at, half_life, weights) if sums else []
+            if key in opening:
+                parts = [*opening[key], *parts]
+            if key in running:
+                parts += running[key]
+            out[key] = AssociationUsage(math.fsum(parts), [])
         return out
 
 
