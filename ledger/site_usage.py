@@ -123,16 +123,11 @@ class AssociationResolver:
         return (user, chosen)
 
 
-class PeriodTotal(NamedTuple):
-    """The charges of one job identity (userid, username, bank as recorded) in one period.
-
-    A named tuple, not a dataclass: a site's usage reads hundreds of thousands of them."""
-
-    userid: int | None
-    username: str | None
-    bank: str | None
-    period: int
-    charge: float
+# The charges of one job identity in one period: (userid, username, bank as recorded, None
+# where a job named none; period; charge). A plain tuple, not a named one: a site's usage reads
+# hundreds of thousands of them, and a named tuple costs several times a tuple to build (the
+# 26,499 totals a cron cycle kept of 34,219 read: 34 against 6-10 ms).
+PeriodTotal = tuple[int | None, str | None, str | None, int, float]
 
 
 class AssociationUsage(NamedTuple):
@@ -172,10 +167,10 @@ def association_usage(
     if cleared:
         cutoffs = {(a.username, a.bank): state.usage_cutoff(a) for a in state.all_associations()}
     for cutoff, dropped in (cleared or {}).items():
-        for total in dropped:
-            key = resolver.resolve_cached(total.userid, total.username, total.bank)
+        for userid, username, bank, period, charge in dropped:
+            key = resolver.resolve_cached(userid, username, bank)
             if key is not None and cutoffs.get(key) == cutoff:
-                per_assoc.setdefault(key, {}).setdefault(total.period, []).append(-total.charge)
+                per_assoc.setdefault(key, {}).setdefault(period, []).append(-charge)
     out = {}
     for assoc in state.all_associations():
         key = (assoc.username, assoc.bank)
