@@ -107,9 +107,10 @@ class AssociationResolver:
     ) -> AssocKey | None:
         """resolve(), once per job identity: a site's totals repeat each identity per period."""
         identity = (userid, username, bank)
-        if identity not in self.resolved:
-            self.resolved[identity] = self.resolve(userid, username, bank)
-        return self.resolved[identity]
+        key = self.resolved.get(identity, _UNSEEN)
+        if key is _UNSEEN:
+            key = self.resolved[identity] = self.resolve(userid, username, bank)
+        return key
 
     def resolve(
         self, userid: int | None, username: str | None, bank: str | None
@@ -118,7 +119,9 @@ class AssociationResolver:
         if user is None:
             return None
         chosen = bank or self.state.default_banks.get(user)
-        if chosen is None or self.state.association(user, chosen) is None:
+        # SiteState.association's look-up, inline: an as-of read resolves 30,000 identities.
+        banks = self.state.associations.get(user)
+        if chosen is None or banks is None or chosen not in banks:
             return None
         return (user, chosen)
 
