@@ -58,19 +58,36 @@ _UPSERT_BANK = """
         parent_bank = excluded.parent_bank, shares = excluded.shares,
         priority = excluded.priority, ignore_older_than = excluded.ignore_older_than"""
 
-_UPSERT_ASSOCIATION = """
-    INSERT INTO association_table (creation_time, mod_time, active, username, userid, bank,
-        default_bank, shares, max_running_jobs, max_active_jobs, max_nodes, max_cores, queues,
-        projects, default_project, max_sched_jobs, ignore_older_than, qos, default_qos)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-    ON CONFLICT (username, bank) DO UPDATE SET creation_time = excluded.creation_time,
-        mod_time = excluded.mod_time, active = excluded.active, userid = excluded.userid,
-        default_bank = excluded.default_bank, shares = excluded.shares,
-        max_running_jobs = excluded.max_running_jobs, max_active_jobs = excluded.max_active_jobs,
-        max_nodes = excluded.max_nodes, max_cores = excluded.max_cores, queues = excluded.queues,
-        projects = excluded.projects, default_project = excluded.default_project,
-        max_sched_jobs = excluded.max_sched_jobs, ignore_older_than = excluded.ignore_older_than,
-        qos = excluded.qos, default_qos = excluded.default_qos"""
+# The columns association_row fills, in its order (the usage columns are the projector's).
+ASSOCIATION_COLUMNS = (
+    "creation_time",
+    "mod_time",
+    "active",
+    "username",
+    "userid",
+    "bank",
+    "default_bank",
+    "shares",
+    "max_running_jobs",
+    "max_active_jobs",
+    "max_nodes",
+    "max_cores",
+    "queues",
+    "projects",
+    "default_project",
+    "max_sched_jobs",
+    "ignore_older_than",
+    "qos",
+    "default_qos",
+)
+_ASSOCIATION_KEY = ("username", "bank")
+
+_UPSERT_ASSOCIATION = (
+    f"INSERT INTO association_table ({', '.join(ASSOCIATION_COLUMNS)}) "
+    f"VALUES ({', '.join('?' * len(ASSOCIATION_COLUMNS))}) "
+    f"ON CONFLICT ({', '.join(_ASSOCIATION_KEY)}) DO UPDATE SET "
+    + ", ".join(f"{c} = excluded.{c}" for c in ASSOCIATION_COLUMNS if c not in _ASSOCIATION_KEY)
+)
 
 
 def write_touched(conn: Connection, state: SiteState, touched: Touched) -> None:
