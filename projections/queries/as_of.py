@@ -312,20 +312,15 @@ def _insert_associations(
     shares: dict[AssocKey, float],
 ) -> None:
     """The association rows of `state`, in the order write_touched inserts them, with their
-    `usage` and fair-share (an association without usage keeps the columns' defaults)."""
+    `usage` and fair-share (usage_then gives every association's)."""
     columns = ", ".join(ASSOCIATION_COLUMNS)
     marks = ", ".join("?" * len(ASSOCIATION_COLUMNS))
-    with_usage, without = [], []
+    rows = []
     for username in sorted(state.associations):
         for assoc in state.associations[username].values():
-            row = association_row(state, assoc)
-            value = usage.get((assoc.username, assoc.bank))
-            if value is None:
-                without.append(row)
-            else:
-                with_usage.append((*row, value.usage, shares[(assoc.username, assoc.bank)]))
+            key = (assoc.username, assoc.bank)
+            rows.append((*association_row(state, assoc), usage[key].usage, shares[key]))
     memory.executemany(
         f"INSERT INTO association_table ({columns}, job_usage, fairshare) VALUES ({marks}, ?, ?)",
-        with_usage,
+        rows,
     )
-    memory.executemany(f"INSERT INTO association_table ({columns}) VALUES ({marks})", without)
