@@ -17,14 +17,11 @@ explain-job, fairshare-history) call these same functions, so they cannot disagr
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 if TYPE_CHECKING:  # annotations only: the read models' schema imports this module's constant
-    from ledger.fairshare import Ranking
-    from ledger.site_usage import AssocKey
-    from ledger.state import SiteState
+    pass
 
 NEW_ASSOCIATION_FAIRSHARE = 0.5  # flux-accounting's association_table default: no walk yet
 
@@ -53,22 +50,15 @@ class Kept(NamedTuple):
     source: int | None
 
 
-def after_walk(
-    state: SiteState, position: int, ranking: Ranking, before: Mapping[AssocKey, Given]
-) -> dict[AssocKey, Given]:
-    """Every association's value after the walk at `position` that ranked `ranking`, given
-    what each had after the walk before (`before`). An association the walk ranked has the
-    walk's value; the others keep theirs (carried_over)."""
-    walked = ranking.fairshare()
-    out: dict[AssocKey, Given] = {}
-    for assoc in state.all_associations():
-        key = (assoc.username, assoc.bank)
-        value = walked.get(key)
-        if value is not None:
-            out[key] = Kept(assoc.creation_time, value, position)
-        else:
-            out[key] = carried_over(before.get(key), assoc.creation_time)
-    return out
+def walk_gives(
+    walked: float | None, position: int, before: Given | None, creation_time: float
+) -> tuple[float, int | None]:
+    """(value, source) of one association after the walk at `position`: the walk's value
+    (`walked`) if the walk ranked it, else carried_over's from what it had before (`before`)."""
+    if walked is not None:
+        return walked, position
+    kept = carried_over(before, creation_time)
+    return kept.fairshare, kept.source
 
 
 def carried_over(before: Given | None, creation_time: float) -> Given:

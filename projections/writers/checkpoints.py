@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from ledger.fairshare import Ranking
-from ledger.fairshare_in_force import after_walk
+from ledger.fairshare_in_force import walk_gives
 from ledger.site_usage import AssociationUsage, AssocKey
 from ledger.state import SiteState
 from ledger.store.connections import Connection
@@ -196,23 +196,18 @@ def entries(
     previous: dict[AssocKey, Entry],
 ) -> dict[AssocKey, Entry]:
     """The checkpoint of the walk at `position` that gave `ranking`, given the one before it:
-    the values ledger.fairshare_in_force.after_walk leaves, with the walk's ranks. Pure."""
-    given = after_walk(state, position, ranking, previous)
+    the value ledger.fairshare_in_force.walk_gives leaves each association, with the walk's
+    rank. Pure. One pass, with no value object per association first: every update makes an
+    entry for each (10,000 of a Fair Tree update: 60 -> 39 ms)."""
+    walked = ranking.fairshare()
     ranks = ranking.ranks
     of = ranking.ranked_of
     out = {}
     for assoc in state.all_associations():
         key = (assoc.username, assoc.bank)
-        value = given[key]
-        out[key] = Entry(
-            assoc.creation_time,
-            assoc.active,
-            value.fairshare,
-            value.source,
-            usage[key].usage,
-            ranks.get(key),
-            of,
-        )
+        created = assoc.creation_time
+        value, source = walk_gives(walked.get(key), position, previous.get(key), created)
+        out[key] = Entry(created, assoc.active, value, source, usage[key].usage, ranks.get(key), of)
     return out
 
 

@@ -6,16 +6,16 @@ from __future__ import annotations
 from ledger.fairshare import BankNode, Ranking, UserLeaf, compute_fairshare, rank_associations
 from ledger.fairshare_in_force import (
     NEW_ASSOCIATION_FAIRSHARE,
+    Given,
     InForce,
     Kept,
-    after_walk,
     carried_over,
     in_force,
     shown_after_walk,
 )
-from ledger.site_usage import AssociationUsage
+from ledger.site_usage import AssociationUsage, AssocKey
 from ledger.state import Association, Bank, SiteState
-from projections.writers.checkpoints import entries
+from projections.writers.checkpoints import Entry, entries
 
 ALICE, BOB = ("alice", "A"), ("bob", "A")
 
@@ -77,17 +77,29 @@ def test_a_checkpoint_keeps_the_walks_ranks_where_rounding_merges_two_values() -
 
 
 # --- what a walk leaves ---------------------------------------------------------------------------
+def after_walk(
+    state: SiteState, position: int, ranking: Ranking, before: dict[AssocKey, Entry]
+) -> dict[AssocKey, Entry]:
+    """The checkpoint the walk at `position` leaves (the projector's own: entries), usage aside."""
+    usage = {(a.username, a.bank): AssociationUsage(0.0, []) for a in state.all_associations()}
+    return entries(state, position, usage, ranking, before)
+
+
+def kept(entry: Given) -> Kept:
+    return Kept(entry.creation_time, entry.fairshare, entry.source)
+
+
 def test_a_walk_gives_the_associations_it_ranks_its_value_and_position() -> None:
     state = site(("alice", "A", 1.0, True), ("bob", "A", 1.0, True))
     after = after_walk(state, 9, Ranking({ALICE: 2, BOB: 1}, 2), {})
-    assert after[ALICE] == Kept(1.0, 1.0, 9)
-    assert after[BOB] == Kept(1.0, 0.5, 9)
+    assert kept(after[ALICE]) == Kept(1.0, 1.0, 9)
+    assert kept(after[BOB]) == Kept(1.0, 0.5, 9)
 
 
 def test_an_association_never_ranked_has_the_new_association_value() -> None:
     state = site(("alice", "A", 1.0, True), ("bob", "A", 5.0, False))
     after = after_walk(state, 9, Ranking({ALICE: 1}, 1), {})
-    assert after[BOB] == Kept(5.0, NEW_ASSOCIATION_FAIRSHARE, None)
+    assert kept(after[BOB]) == Kept(5.0, NEW_ASSOCIATION_FAIRSHARE, None)
     assert NEW_ASSOCIATION_FAIRSHARE == 0.5  # flux-accounting's column default
 
 
@@ -101,8 +113,9 @@ def test_an_inactive_association_keeps_the_last_walks_value_through_later_walks(
     bob_inactive = site(("alice", "A", 1.0, True), ("bob", "A", 1.0, False))
     second = after_walk(bob_inactive, 8, Ranking({ALICE: 1}, 1), first)
     third = after_walk(bob_inactive, 12, Ranking({ALICE: 1}, 1), second)
-    assert third[BOB] == Kept(1.0, 1.0, 4)  # the value and the walk of position 4
-    assert third[ALICE] == Kept(1.0, 1.0, 12)
+    assert kept(third[BOB]) == Kept(1.0, 1.0, 4)  # the value and the walk of position 4
+    assert kept(third[ALICE]) == Kept(1.0, 1.0, 12)
+    assert third[BOB].rank is None and third[ALICE].rank == 1
 
 
 def test_a_re_added_association_is_new_again() -> None:
