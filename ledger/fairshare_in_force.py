@@ -18,10 +18,7 @@ explain-job, fairshare-history) call these same functions, so they cannot disagr
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NamedTuple, Protocol
-
-if TYPE_CHECKING:  # annotations only: the read models' schema imports this module's constant
-    pass
+from typing import NamedTuple, Protocol
 
 NEW_ASSOCIATION_FAIRSHARE = 0.5  # flux-accounting's association_table default: no walk yet
 
