@@ -1,6 +1,11 @@
 """The bench's CPU split of an ingest: what the command and the rest of the machine took per
 job, and the rate that CPU allows when every CPU is kept busy."""
 
+import os
+
+import pytest
+
+import bench.run
 from bench.run import Step, cpu_per_job
 
 
@@ -21,4 +26,33 @@ def test_a_machine_that_was_busier_than_the_command_never_gives_a_negative_rest(
     # /proc/stat ticks are coarser than rusage: the machine can read less than the command.
     assert cpu_per_job([step(1.0, 0.99)], 100_000, 2) == (
         "10.0 + 0.0 µs (≤ 200,000 jobs/s on 2 CPUs)"
+    )
+
+
+def test_the_reference_loop_runs_pinned_to_each_cpu_in_turn_and_the_process_is_set_free(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    allowed = os.sched_getaffinity(0)
+    seen: list[set[int]] = []
+
+    def loop() -> float:
+        seen.append(os.sched_getaffinity(0))
+        return 0.25
+
+    monkeypatch.setattr(bench.run, "_reference_loop", loop)
+    assert bench.run.reference_loops() == dict.fromkeys(sorted(allowed), 0.25)
+    assert seen == [{cpu} for cpu in sorted(allowed)]
+    assert os.sched_getaffinity(0) == allowed
+
+
+def test_the_caption_gives_each_cpus_loop_before_and_after_the_run() -> None:
+    assert bench.run.loops_text({0: 0.244, 1: 0.171}, {0: 0.5, 1: 0.55}) == (
+        "This machine's CPython: a 10,000,000-step loop (the fastest of 3 on each CPU) took "
+        "CPU 0 0.24 s, CPU 1 0.17 s before the run and CPU 0 0.50 s, CPU 1 0.55 s after it; "
+        "compare it before comparing figures of two runs or two machines."
+    )
+    assert bench.run.loops_text({-1: 0.38}, {-1: 0.4}).startswith(
+        "This machine's CPython: a 10,000,000-step loop (the fastest of 3 on each CPU) took "
+        "0.38 s (on no CPU in particular) before the run and 0.40 s (on no CPU in particular) "
+        "after it;"
     )
