@@ -72,7 +72,7 @@ SCALE_JOBS, SCALE_ASSOCIATIONS = 10_000_000, 50_000
 SACCT_CLUSTER = "slurm"  # the sacct jobs' cluster: their ids never meet the JSON jobs'
 MIB = 1024 * 1024
 
-# Targets (design §6 and the benchmark brief).
+# Targets (the project's).
 UPDATE_COLD_TARGET = 5.0
 UPDATE_WARM_TARGET = 0.5
 REBUILD_TARGET = 60.0

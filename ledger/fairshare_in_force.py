@@ -1,5 +1,6 @@
 """The fair-share in force: what an association has between walks, and what a walk leaves to
-the associations it does not rank (design §4).
+the associations it does not rank (docs/semantics.md, "Fair-share: flux-accounting's weighted
+walk").
 
 A walk (update-fshare) ranks the active associations only. The rules for everything else:
 

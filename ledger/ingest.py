@@ -179,7 +179,7 @@ def to_record(
     usage_factor: float = 1.0,
 ) -> dict[str, Any]:
     """The primitive record stored in the log. The charge is fixed with the weights and the
-    QOS usage factor in force when the job is recorded (design §4, §7), so later weight or
+    QOS usage factor in force when the job is recorded (docs/semantics.md), so later weight or
     factor changes never re-price history; so is the billing (`job_billing`), kept only where
     it is not just the job's CPUs, and the factor, kept where it is not 1."""
     record: dict[str, Any] = {

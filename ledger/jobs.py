@@ -1,7 +1,7 @@
 """Completed jobs: the ingest record, Flux job IDs, resource counts from R, and the job charge.
 
 Pure: no I/O, no clock. One JSON line of `fairledger ingest` becomes one `JobRecord`
-(design.md §5, "Completed-job record"); its charge follows design.md §4, "Job charge".
+(docs/semantics.md, "Completed jobs and their charge"), which its charge follows too.
 """
 
 from __future__ import annotations
@@ -371,7 +371,8 @@ class JobRecord(BaseModel):
     def charge(
         self, node_weight: float = 1.0, core_weight: float = 0.0, gpu_weight: float = 0.0
     ) -> float:
-        """This job's charge under the given weights (design.md §4, "Job charge")."""
+        """This job's charge under the given weights (docs/semantics.md, "Completed jobs and
+        their charge")."""
         return job_charge(
             self.nnodes,
             self.ncores,

@@ -1,4 +1,4 @@
-"""Job limits as flux-accounting's mf_priority plugin applies them (research §5.3–5.4, design §4).
+"""Job limits as flux-accounting's mf_priority plugin applies them (docs/semantics.md, "Limits").
 
 A submitted job first meets the hard limits, in the plugin's `validate_cb` order: the first one
 that fails rejects it with the plugin's exact message. A job that passes then meets the soft
@@ -324,7 +324,7 @@ def _association_dependencies(
 
 def _run_jobs_full(association: AssociationLimits, counters: AssociationCounters) -> bool:
     # max_running_jobs = 0 means unlimited, like max_active_jobs; the plugin holds such jobs
-    # forever, a bug we don't copy (design §4 "Limits").
+    # forever, a bug we don't copy (docs/semantics.md, "Limits").
     if association.max_running_jobs <= 0:
         return False
     return counters.cur_run_jobs >= association.max_running_jobs

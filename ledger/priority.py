@@ -1,4 +1,4 @@
-"""Job priority as flux-accounting's mf_priority plugin computes it (research §5.1, design §4).
+"""Job priority as flux-accounting's mf_priority plugin computes it (docs/semantics.md, "Priority").
 
 P = round(W_fs·fairshare + W_q·queue_priority + W_b·bank_priority + W_u·(urgency − 16)),
 clamped to [0, 4294967295]. Urgency 0 (hold) and 31 (expedite) short-circuit everything.
@@ -58,7 +58,7 @@ def queue_factor(queue: str | None, queue_priorities: Mapping[str, int]) -> int:
     """The job's own queue priority: 0 if no queue was given or the ledger does not know it.
 
     The plugin stores this factor on the association, so every job of an association gets the
-    factor of its most recently submitted job; we evaluate it per job (design §4).
+    factor of its most recently submitted job; we evaluate it per job (docs/semantics.md).
     """
     if queue is None:
         return 0

@@ -14,7 +14,7 @@ from ledger.limit_fields import UNLIMITED
 from ledger.usage import DEFAULT_HALF_LIFE as DEFAULT_PERIODS_HALF_LIFE
 from ledger.usage import DEFAULT_RESET_PERIOD as DEFAULT_PERIODS_RESET
 
-# Defaults of flux-accounting's association_table and queue_table (research §2).
+# Defaults of flux-accounting's association_table and queue_table (its create_db.py).
 ASSOCIATION_DEFAULTS: dict[str, Any] = {
     "shares": 1,
     "max_running_jobs": 5,
@@ -96,8 +96,9 @@ CONFIG_KEYS = (
 # flux-accounting's config_table, and none triggers a usage rebin.
 TIMEZONE_KEY = "timezone"  # the IANA zone of a time typed without one (ledger.clock)
 DEFAULT_TIMEZONE = "UTC"
-# The fair-share policy (design §7): which algorithm ranks associations, how usage is counted,
-# classic's dampening and Slurm's PriorityFlags (the billing flags for now).
+# The fair-share policy (docs/semantics.md, "The fair-share policy"): which algorithm ranks
+# associations, how usage is counted, classic's dampening and Slurm's PriorityFlags (the
+# billing flags for now).
 ALGORITHM_KEY = "fairshare_algorithm"
 WEIGHTED_WALK, FAIR_TREE, CLASSIC = "weighted-walk", "fair-tree", "classic"
 ALGORITHMS = (WEIGHTED_WALK, FAIR_TREE, CLASSIC)

@@ -532,7 +532,8 @@ def _target(state: SiteState, reading: ContinuousReading, key: AssocKey | None) 
 def continuous_usage(
     state: SiteState, jobs: Iterable[JobSpanTuple], balances: Iterable[BalanceEntry], at: float
 ) -> dict[AssocKey, AssociationUsage]:
-    """Every association's raw usage at `at` under the continuous model (design §7):
+    """Every association's raw usage at `at` under the continuous model (docs/semantics.md, "The
+    fair-share policy"):
     Σ billing · hl/ln2 · (2^(−(T−t_end)/hl) − 2^(−(T−t_start)/hl)) over its jobs' time after the
     last reset boundary and after its latest opening balance (which stands for all its usage
     before), plus its balances decaying from their moment (gone once a reset follows them),

@@ -43,7 +43,7 @@ UINT32_MAX = 0xFFFFFFFF
 INFINITE = UINT32_MAX  # Slurm's INFINITE (unset limit, UNLIMITED time)
 PRIORITY_MAX = UINT32_MAX
 PRIORITY_MIN = 1  # 0 is a held job
-# Partition PriorityJobFactor is a uint16 whose top values are reserved (research §4.2).
+# Partition PriorityJobFactor is a uint16 whose top values are reserved (docs/slurm-priority.md).
 PART_PRIORITY_MAX = 65533
 # PriorityMaxAge/PriorityDecayHalfLife default: 7-0, in seconds.
 DEFAULT_PRIORITY_DECAY = 604800
@@ -245,7 +245,7 @@ class PartitionInfo:
 @dataclass(frozen=True)
 class QosInfo:
     """A QOS: its Priority (uint32) normalizes against the largest; UsageFactor is carried for
-    usage charging (research §3.3: default 1, 0 adds no usage); it plays no part in priority."""
+    usage charging (Slurm's default 1; 0 adds no usage); it plays no part in priority."""
 
     name: str
     priority: int = 0

@@ -1,4 +1,4 @@
-"""Decayed usage, as design.md §4 ("Usage") documents it: not flux-accounting's code.
+"""Decayed usage, as docs/semantics.md ("Usage") documents it: not flux-accounting's code.
 
 Time is cut into periods of one half-life H, aligned to the ledger's epoch (its create-db time):
 period k = [epoch + k*H, epoch + (k+1)*H). A job's charge belongs to the period holding its

@@ -1,5 +1,5 @@
 """What Flux's mf_priority plugin loads: the `export-json` config and the RPC payloads of
-flux-accounting's priority-update (research §5.7, §5.8), built from read-model rows.
+flux-accounting's priority-update, built from read-model rows.
 
 Pure: rows in, JSON-ready dicts out; the same shapes the plugin unpacks, field for field."""
 

@@ -1,5 +1,5 @@
 """explain-job: the priority a recorded job had at its submission time, factor by factor, and
-the usage behind the fair-share it was given (design §4, "Priority" and "As-of").
+the usage behind the fair-share it was given (docs/semantics.md, "Priority" and "Time travel").
 
 The moment is the job's t_submit: the site state at the last event at or before it gives the
 association, the queue's and the bank's priority and the factor weights; the fair-share is the

@@ -4,7 +4,7 @@
 The oracle is independent of the checkpoint table: each snapshot is computed again from the
 jobs recorded up to its marker (projections.queries.as_of.recompute), and the value an
 association the walk left out keeps is found by walking back through those recomputed
-snapshots, as design §4 states the rule (the last value a walk gave the same association;
+snapshots, as docs/semantics.md states the rule (the last value a walk gave the same association;
 else 0.5)."""
 
 from __future__ import annotations

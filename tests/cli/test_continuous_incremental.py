@@ -71,7 +71,7 @@ def _slurm_site(store: Store) -> None:
 
 
 def _decayed(ncores: float, start: float, end: float, at: float) -> float:
-    """One job's continuous usage at `at`, straight from the integral (design §7)."""
+    """One job's continuous usage at `at`, straight from the integral (docs/semantics.md)."""
     k = math.log(2.0) / HALF_LIFE
     return ncores / k * (math.exp(-(at - end) * k) - math.exp(-(at - start) * k))
 

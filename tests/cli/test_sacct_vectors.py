@@ -28,7 +28,7 @@ SLURM = DATA / "slurm"
 ZONE = "America/Chicago"
 END = "2023-11-14T16:13:20"  # T0 in ZONE
 HEADER = "JobIDRaw|JobID|Cluster|User|Account|Partition|State|Start|End|NCPUS|AllocTRES"
-# Slurm's own algorithm for each vector (research §8).
+# Slurm's own algorithm for each vector (docs/slurm-fairshare.md).
 ALGORITHMS = {"test24_1": "classic", "test24_4": "fair-tree", "test_130_2": "classic"}
 
 

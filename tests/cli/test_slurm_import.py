@@ -246,8 +246,8 @@ def sshare_rows(store: Store, columns: list[str]) -> dict[tuple[str, str], str]:
     return rows
 
 
-# Slurm's own algorithm for each vector (research §8): test24.1 and test_130_2 are classic,
-# test24.4 Fair Tree.
+# Slurm's own algorithm for each vector (docs/slurm-fairshare.md): test24.1 and test_130_2
+# are classic, test24.4 Fair Tree.
 VECTOR_ALGORITHMS = {"test24_1": "classic", "test24_4": "fair-tree", "test_130_2": "classic"}
 
 

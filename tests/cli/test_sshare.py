@@ -1,5 +1,5 @@
 """sshare through the CLI on both stores: the three vectors of Slurm's testsuite row for row
-(research §8: test24.1, test24.4, test_130_2; data in tests/data/slurm/), the formats, the
+(test24.1, test24.4, test_130_2; data in tests/data/slurm/), the formats, the
 selection, --algorithm previews and --as-of.
 
 The tree is built with add-bank/add-user (shares 2147483647 is `Fairshare=parent`); each user's

@@ -1,6 +1,6 @@
-"""Usage through the CLI, on both stores (design §4, "Usage"): periods of one half-life from the
-ledger epoch, B past bins decayed by D, late jobs, config changes, bank sums, clear-usage,
-rebuild, and view-usage-report."""
+"""Usage through the CLI, on both stores (docs/semantics.md, "Usage"): periods of one
+half-life from the ledger epoch, B past bins decayed by D, late jobs, config changes, bank
+sums, clear-usage, rebuild, and view-usage-report."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The fair-share weighted walk against flux-accounting's vectors (research §6.1), and its rules."""
+"""The fair-share weighted walk against flux-accounting's vectors, and its rules."""
 
 from __future__ import annotations
 
@@ -102,7 +102,7 @@ def with_usage(root: BankNode, username: str, usage: float) -> BankNode:
     return dataclasses.replace(root, children=children, users=users)
 
 
-# --- the vectors: exact values from running flux-accounting's C++ (research §6.1) --------------
+# --- the vectors: exact values from running flux-accounting's C++ -------------------------------
 
 VECTORS: dict[str, dict[str, float]] = {
     "small_no_tie": {

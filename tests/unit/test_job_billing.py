@@ -94,7 +94,8 @@ def test_no_weights_with_tres_is_the_tres_cpus() -> None:
 
 
 def test_sum_of_weighted_tres_by_default() -> None:
-    # research §3.3: mem=0.25G on 16 GiB is 4; 8 CPUs at 1.0 and 2 GPUs at 2.0: 8 + 4 + 4
+    # Slurm's TRESBillingWeights: mem=0.25G on 16 GiB is 4; 8 CPUs at 1.0 and 2 GPUs at 2.0:
+    # 8 + 4 + 4
     state = given(weighted()).state
     assert job_billing(job(queue="batch", tres=TRES), state) == 16.0
 

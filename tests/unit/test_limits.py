@@ -369,7 +369,8 @@ def test_queue_limits_do_not_apply_to_unknown_queues_or_no_queue() -> None:
 
 @pytest.mark.parametrize("limit", [0, -1])
 def test_max_running_jobs_zero_or_less_is_unlimited(limit: int) -> None:
-    # The plugin holds every job of such an association forever; design §4 says unlimited.
+    # The plugin holds every job of such an association forever; docs/semantics.md ("Limits")
+    # says unlimited.
     association = replace(ALICE, max_running_jobs=limit)
     counters = AssociationCounters(cur_run_jobs=10**6)
     assert decide(association=association, counters=counters).status == "accepted"

@@ -69,7 +69,7 @@ def test_no_qos_or_one_the_ledger_does_not_know_is_factor_one(named: str | None)
 
 
 def test_the_factor_multiplies_the_weighted_billing() -> None:
-    # CPU=1.0,Mem=0.25G,GRES/gpu=2.0 on 8 CPUs, 16 GiB, 2 GPUs: 8 + 4 + 4 = 16 (research §3.3);
+    # CPU=1.0,Mem=0.25G,GRES/gpu=2.0 on 8 CPUs, 16 GiB, 2 GPUs: 8 + 4 + 4 = 16;
     # times 0.5: 8.
     weights: Command = lambda s, st: s.add_queue(st, "batch", {}, "CPU=1.0,Mem=0.25G,GRES/gpu=2.0")  # noqa: E731
     tres = {"cpu": 8, "mem": 16384, "node": 1, "gres/gpu": 2}

@@ -226,7 +226,7 @@ def test_half_life_zero_means_no_decay_and_needs_a_reset_as_in_slurm() -> None:
 
 
 def test_the_root_cannot_take_fairshare_parent_on_a_slurm_site() -> None:
-    parent = 0x7FFFFFFF  # Slurm's SLURMDB_FS_USE_PARENT, written out: research §1.5
+    parent = 0x7FFFFFFF  # Slurm's SLURMDB_FS_USE_PARENT, written out
     message = (
         "invalid shares for the root bank root: 2147483647 is Fairshare=parent, and the root "
         "has no parent to take its shares from"

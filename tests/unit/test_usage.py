@@ -1,4 +1,4 @@
-"""Decayed usage as design.md §4 documents it (pure, no database)."""
+"""Decayed usage as docs/semantics.md ("Usage") documents it (pure, no database)."""
 
 import math
 import random
@@ -112,7 +112,8 @@ def test_period_of_agrees_with_period_start(epoch: float, half_life: float, t: f
 
 
 def test_seed_example() -> None:
-    # design.md §4: current 16000, past bins [128, 64, 64, 16] -> 16000 + 64 + 16 + 8 + 1
+    # docs/semantics.md's example: current 16000, past bins [128, 64, 64, 16]
+    # -> 16000 + 64 + 16 + 8 + 1
     charges = {20: 16000.0, 19: 128.0, 18: 64.0, 17: 64.0, 16: 16.0}
     assert decayed_usage(charges, 20, PARAMS) == 16089.0
     assert usage_bins(charges, 20, PARAMS) == [16000.0, 128.0, 64.0, 64.0, 16.0]
