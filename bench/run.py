@@ -852,16 +852,16 @@ def reference_loops() -> dict[int, float]:
         allowed = os.sched_getaffinity(0)
     except (AttributeError, OSError):
         return {-1: _reference_loop()}
-    loops = {}
+    loops: dict[int, float] = {}
     try:
         for cpu in sorted(allowed):
             os.sched_setaffinity(0, {cpu})
             loops[cpu] = _reference_loop()
     except OSError:
-        return {-1: _reference_loop()}
+        loops = {}  # measured unpinned below, once the process is free again
     finally:
         os.sched_setaffinity(0, allowed)
-    return loops
+    return loops or {-1: _reference_loop()}
 
 
 def loops_text(before: dict[int, float], after: dict[int, float]) -> str:

@@ -56,3 +56,28 @@ def test_the_caption_gives_each_cpus_loop_before_and_after_the_run() -> None:
         "0.38 s (on no CPU in particular) before the run and 0.40 s (on no CPU in particular) "
         "after it;"
     )
+
+
+def test_where_a_cpu_cannot_be_pinned_the_loop_runs_once_unpinned(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    allowed = os.sched_getaffinity(0)
+    if len(allowed) < 2:
+        pytest.skip("needs two CPUs: the first pinned, the second refused")
+    pin = os.sched_setaffinity
+    seen: list[set[int]] = []
+
+    def refuse_one_cpu(pid: int, cpus: set[int]) -> None:
+        if set(cpus) == {max(allowed)}:  # after the first CPU was pinned and measured
+            raise PermissionError("pinning refused")
+        pin(pid, cpus)
+
+    def loop() -> float:
+        seen.append(os.sched_getaffinity(0))
+        return 0.4
+
+    monkeypatch.setattr(os, "sched_setaffinity", refuse_one_cpu)
+    monkeypatch.setattr(bench.run, "_reference_loop", loop)
+    assert bench.run.reference_loops() == {-1: 0.4}
+    # The first CPU's loop, then the unpinned one, once the process was free again.
+    assert seen == [{min(allowed)}, allowed]
