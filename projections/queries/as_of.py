@@ -28,7 +28,12 @@ from ledger.store.application import Ledger
 from ledger.store.connections import Connection, StoreConfig
 from projections.writers import checkpoints, schema, usage_tables
 from projections.writers.checkpoints import Entry
-from projections.writers.site_tables import ASSOCIATION_COLUMNS, association_row, write_touched
+from projections.writers.site_tables import (
+    ASSOCIATION_COLUMNS,
+    USAGE_COLUMNS,
+    association_row,
+    write_touched,
+)
 
 
 @dataclass(frozen=True)
@@ -313,14 +318,14 @@ def _insert_associations(
 ) -> None:
     """The association rows of `state`, in the order write_touched inserts them, with their
     `usage` and fair-share (usage_then gives every association's)."""
-    columns = ", ".join(ASSOCIATION_COLUMNS)
-    marks = ", ".join("?" * len(ASSOCIATION_COLUMNS))
+    names = (*ASSOCIATION_COLUMNS, *USAGE_COLUMNS)
     rows = []
     for username in sorted(state.associations):
         for assoc in state.associations[username].values():
             key = (assoc.username, assoc.bank)
             rows.append((*association_row(state, assoc), usage[key].usage, shares[key]))
     memory.executemany(
-        f"INSERT INTO association_table ({columns}, job_usage, fairshare) VALUES ({marks}, ?, ?)",
+        f"INSERT INTO association_table ({', '.join(names)}) "
+        f"VALUES ({', '.join('?' * len(names))})",
         rows,
     )

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from ledger.flux_accounting import columns as flux_columns
 from ledger.reducers import Touched, fold
 from ledger.state import Association, Bank, SiteState
 from ledger.store.connections import Connection
+from projections.writers.schema import ASSOCIATION_QOS_COLUMNS
 
 
 def bank_row(bank: Bank) -> tuple[Any, ...]:
@@ -58,27 +60,14 @@ _UPSERT_BANK = """
         parent_bank = excluded.parent_bank, shares = excluded.shares,
         priority = excluded.priority, ignore_older_than = excluded.ignore_older_than"""
 
-# The columns association_row fills, in its order (the usage columns are the projector's).
+# The association's usage columns, written by the usage projection (usage_tables), not here.
+USAGE_COLUMNS = ("job_usage", "fairshare")
+# The columns association_row fills, in its order: flux-accounting's less the usage columns,
+# then the ones beyond its table.
 ASSOCIATION_COLUMNS = (
-    "creation_time",
-    "mod_time",
-    "active",
-    "username",
-    "userid",
-    "bank",
-    "default_bank",
-    "shares",
-    "max_running_jobs",
-    "max_active_jobs",
-    "max_nodes",
-    "max_cores",
-    "queues",
-    "projects",
-    "default_project",
-    "max_sched_jobs",
+    *(c for c in flux_columns.ASSOCIATION_COLUMNS if c not in USAGE_COLUMNS),
     "ignore_older_than",
-    "qos",
-    "default_qos",
+    *ASSOCIATION_QOS_COLUMNS,
 )
 _ASSOCIATION_KEY = ("username", "bank")
 
