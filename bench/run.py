@@ -459,7 +459,8 @@ def measure_store(result: StoreResult, url: str, data: Data, cli: Cli) -> None:
     # The same machine, minutes apart: whether the target is within the stack's reach here.
     log(f"{title}: the ingest ceiling, {ingest_ceiling.BENCH_JOBS:,} jobs")
     result.current = "ingest-ceiling"
-    result.add("ingest-ceiling", *ingest_ceiling.measure(result.store, url))
+    for key, cell in ingest_ceiling.measure(result.store, url).items():
+        result.add(key, *cell)
 
     # 3. update-usage + update-fshare, cold after the full load...
     log(f"{title}: update-usage + update-fshare after the full load")
@@ -666,7 +667,7 @@ def rows(n_jobs: int, n_assoc: int, n_extra: int) -> list[tuple[str, str, str]]:
             "ingest CPU per job: the command + the rest of the machine (PG: its server)",
             "",
         ),
-        ingest_ceiling.row(),
+        *ingest_ceiling.rows(),
         ("weekly-updates", "update-usage + update-fshare after each earlier week", ""),
         ("update-cold", "update-usage + update-fshare, full load", f"≤ {UPDATE_COLD_TARGET} s"),
         ("ingest-more", f"ingest {n_extra:,} more jobs (CLI wall)", ""),

@@ -48,3 +48,38 @@ def test_a_store_short_of_jobs_is_refused(tmp_path: Path) -> None:
             ceiling.check_recorded(conn, len(lines))
     finally:
         ceiling.close_store(conn)
+
+
+def test_the_product_steps_give_the_rows_and_digests_of_the_product_s_own_validation(
+    tmp_path: Path,
+) -> None:
+    """The second ceiling runs each line through what the product's helpers run: the same
+    job rows as the stripped steps (the same charge), and each key's digest the one the
+    product's own validation gives the line, not a digest of its bytes."""
+    from ledger.state import SiteState
+    from ledger.usecases.spool import records_of
+    from ledger.usecases.validation import Terms, validate_chunk
+
+    lines = ceiling.bench_lines(6_000, 200)
+    ceiling._SITE = ceiling.site_of(200)
+    stripped = ceiling.prepare(next(ceiling.pieces(lines, ceiling.TUPLES, str(tmp_path))))
+    stepped = ceiling.prepare(
+        next(ceiling.pieces(lines, ceiling.TUPLES, str(tmp_path), ceiling.PRODUCT_STEPS))
+    )
+    assert stepped.count == stripped.count == 5_000
+    assert stepped.jobs == stripped.jobs
+    validated = validate_chunk(
+        [line.decode() for line in lines[:5_000]], 1, Terms(float("inf"), SiteState())
+    )
+    own = [digest for chunk in validated.spooled for _record, digest in records_of(chunk)]
+    assert [key[2] for key in stepped.keys] == own
+    assert [key[2] for key in stripped.keys] != own
+
+
+def test_the_product_steps_refuse_a_bad_line_by_its_message(tmp_path: Path) -> None:
+    lines = ceiling.bench_lines(10, 20)
+    ceiling._SITE = ceiling.site_of(20)
+    lines[3] = lines[3].replace(b'"nnodes":', b'"nnodes":-')
+    task = next(ceiling.pieces(lines, ceiling.TUPLES, str(tmp_path), ceiling.PRODUCT_STEPS))
+    with pytest.raises(ValueError, match="line 4: .*nnodes"):
+        ceiling.prepare(task)
