@@ -445,8 +445,8 @@ def rows() -> list[tuple[str, str, str]]:
         ),
         (
             STEPS_ROW,
-            "ingest ceiling with the product's own per-job steps (validation with messages, "
-            "record, canonical digest), the rest as stripped",
+            "ingest ceiling, the same with the product's per-job steps (validation, record, "
+            "digest)",
             _REACH.replace("this machine's", "those steps'"),
         ),
     ]
