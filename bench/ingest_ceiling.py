@@ -473,8 +473,18 @@ def measure(store: str, ledger_url: str) -> dict[str, tuple[str, bool]]:
             f"{_shown(alone, len(lines))})",
             best >= target,
         ),
-        STEPS_ROW: (_shown(stepped, len(lines)), len(lines) / stepped.wall >= target),
+        STEPS_ROW: (
+            f"{_shown(stepped, len(lines))}; at {target:,.0f} jobs/s, "
+            f"{_cpus_needed(stepped, len(lines), target)}",
+            len(lines) / stepped.wall >= target,
+        ),
     }
+
+
+def _cpus_needed(run: Run, jobs: int, rate: float) -> str:
+    """How many of this machine's CPUs `run`'s CPU per job would keep busy at `rate`: more
+    than it has, and no overlap could reach that rate."""
+    return f"{rate * run.machine_cpu / jobs:.2f} of {os.cpu_count() or 1} CPUs busy"
 
 
 def _shown(run: Run, jobs: int) -> str:

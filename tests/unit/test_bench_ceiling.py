@@ -83,3 +83,11 @@ def test_the_product_steps_refuse_a_bad_line_by_its_message(tmp_path: Path) -> N
     task = next(ceiling.pieces(lines, ceiling.TUPLES, str(tmp_path), ceiling.PRODUCT_STEPS))
     with pytest.raises(ValueError, match="line 4: .*nnodes"):
         ceiling.prepare(task)
+
+
+def test_the_cpus_a_rate_needs_are_the_machine_cpu_a_job_times_the_rate(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(ceiling.os, "cpu_count", lambda: 2)
+    run = ceiling.Run(wall=5.0, writer_cpu=0.5, machine_cpu=10.2)  # 40.8 µs a job
+    assert ceiling._cpus_needed(run, 250_000, 50_000) == "2.04 of 2 CPUs busy"
