@@ -32,6 +32,7 @@ from projections.writers.site_tables import (
     ASSOCIATION_COLUMNS,
     USAGE_COLUMNS,
     association_row,
+    associations_in_order,
     write_touched,
 )
 
@@ -316,14 +317,13 @@ def _insert_associations(
     usage: dict[AssocKey, AssociationUsage],
     shares: dict[AssocKey, float],
 ) -> None:
-    """The association rows of `state`, in the order write_touched inserts them, with their
-    `usage` and fair-share (usage_then gives every association's)."""
+    """The association rows of `state`, in write_touched's order, with their `usage` and
+    fair-share (usage_then gives every association's)."""
     names = (*ASSOCIATION_COLUMNS, *USAGE_COLUMNS)
     rows = []
-    for username in sorted(state.associations):
-        for assoc in state.associations[username].values():
-            key = (assoc.username, assoc.bank)
-            rows.append((*association_row(state, assoc), usage[key].usage, shares[key]))
+    for assoc in associations_in_order(state, state.associations):
+        key = (assoc.username, assoc.bank)
+        rows.append((*association_row(state, assoc), usage[key].usage, shares[key]))
     memory.executemany(
         f"INSERT INTO association_table ({', '.join(names)}) "
         f"VALUES ({', '.join('?' * len(names))})",

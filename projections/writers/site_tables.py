@@ -7,6 +7,7 @@ events touched. Usage and fair-share columns belong to the usage projection and 
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ledger.flux_accounting import columns as flux_columns
@@ -79,6 +80,13 @@ _UPSERT_ASSOCIATION = (
 )
 
 
+def associations_in_order(state: SiteState, users: Iterable[str]) -> Iterator[Association]:
+    """The associations of `users`, in the order association_table's rows are written: by
+    user name, then as the state holds each user's."""
+    for username in sorted(users):
+        yield from state.associations.get(username, {}).values()
+
+
 def write_touched(conn: Connection, state: SiteState, touched: Touched) -> None:
     """Make the tables' rows for the touched keys equal the state's."""
     for name in sorted(touched.banks):
@@ -104,7 +112,7 @@ def write_touched(conn: Connection, state: SiteState, touched: Touched) -> None:
     )
     conn.executemany(
         _UPSERT_ASSOCIATION,
-        [association_row(state, a) for u in users for a in state.associations.get(u, {}).values()],
+        [association_row(state, a) for a in associations_in_order(state, users)],
     )
     for name in sorted(touched.queues):
         conn.execute("DELETE FROM queue_table WHERE queue = ?", (name,))
