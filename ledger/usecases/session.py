@@ -3,7 +3,6 @@ one connection, the read models caught up before a read, and the moment a past r
 
 from __future__ import annotations
 
-import gc
 import getpass
 import os
 from collections.abc import Callable, Iterator
@@ -20,6 +19,7 @@ from ledger.clock import (
     zone_named,
 )
 from ledger.errors import LedgerError, LedgerMissing
+from ledger.usecases.collector import collect_less
 from ledger.site_config import WEIGHTED_WALK
 from ledger.store.connections import (
     DEFAULT_URL,
@@ -41,22 +41,6 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 Warn = Callable[[str], None]
-
-# The youngest generation is collected after this many net allocations (CPython's default:
-# 700). A command allocates millions of short-lived objects that hold no cycle (job records,
-# rows, tuples) beside a long-lived site state of 10,000 associations, and the collections that
-# reach the older generations walk that state again and again for nothing: 0.3 s of a 1.3 s
-# Fair Tree update at that size. Cycles are still collected, only less often.
-YOUNG_COLLECTION_THRESHOLD = 100_000
-
-
-def collect_less() -> None:
-    """Raise the collector's first threshold to YOUNG_COLLECTION_THRESHOLD for this process
-    (never lower it)."""
-    young, *older = gc.get_threshold()
-    if young < YOUNG_COLLECTION_THRESHOLD:
-        gc.set_threshold(YOUNG_COLLECTION_THRESHOLD, *older)
-
 
 def default_actor() -> str:
     try:

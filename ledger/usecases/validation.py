@@ -24,6 +24,7 @@ from ledger.chain import record_digest
 from ledger.errors import InvalidValue
 from ledger.machine import start_helper
 from ledger.usecases.charge_bound import Charge, charges_of
+from ledger.usecases.collector import collect_less
 from ledger.usecases.spool import chunk_bytes
 
 if TYPE_CHECKING:
@@ -201,6 +202,7 @@ def _serve() -> None:
     says it was interrupted and ends its helpers, which must not print their own."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.nice(HELPER_NICENESS)
+    collect_less()  # the site's state is in its heap too, as in the command's
     source, sink = sys.stdin.buffer, sys.stdout.buffer
     try:
         terms = pickle.load(source)
