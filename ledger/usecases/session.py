@@ -19,7 +19,6 @@ from ledger.clock import (
     zone_named,
 )
 from ledger.errors import LedgerError, LedgerMissing
-from ledger.usecases.collector import collect_less
 from ledger.site_config import WEIGHTED_WALK
 from ledger.store.connections import (
     DEFAULT_URL,
@@ -29,6 +28,7 @@ from ledger.store.connections import (
     parse_store_url,
     sqlite_file_exists,
 )
+from ledger.usecases.collector import collect_less
 from projections.queries import freshness
 
 # The Ledger application, the Site aggregate and the projector are imported where a session
@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 Warn = Callable[[str], None]
+
 
 def default_actor() -> str:
     try:
