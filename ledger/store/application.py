@@ -60,6 +60,7 @@ from ledger.store.connections import (
     registered_before_writes,
 )
 from ledger.store.site_repository import SiteRepository
+from ledger.store.transcoder import LedgerTranscoder
 
 T = TypeVar("T")
 # What a value the read models cannot store raises while it is folded into SQLite: an integer
@@ -223,6 +224,13 @@ class Ledger(Application):
             event_store=self.events,
             snapshot_store=self.snapshots,
         )
+
+    def construct_transcoder(self) -> LedgerTranscoder:
+        """The library's JSON transcoder, with a job batch's records written by orjson
+        (ledger.store.transcoder)."""
+        transcoder = LedgerTranscoder()
+        self.register_transcodings(transcoder)
+        return transcoder
 
     def register_transcodings(self, transcoder: JSONTranscoder) -> None:
         super().register_transcodings(transcoder)
