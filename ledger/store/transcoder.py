@@ -6,9 +6,11 @@ encoder (the standard library's, with a Python hook for the types it transcodes)
 job to write them, in the recording process an ingest waits for; orjson takes 0.3. The records
 are JSON values by construction (ledger.ingest.to_record from validated input: text, finite
 numbers, booleans, null, lists and objects of them), so both texts decode to the same records;
-the rest of the event (its time, actor, reason, source) is still the library's. Whatever orjson
-would write otherwise (NaN as null, an integer past 64 bits, a key that is not text, a type the
-library transcodes) is written by the library, the whole event as before.
+the rest of the event (its time, actor, reason, source) is still the library's. Where orjson
+would write a record its own way (NaN as null, an integer past 64 bits, a key that is not text,
+a datetime or a dataclass, which the library transcodes), the library writes the whole event, as
+before. Two types orjson writes itself with no way to hand them over, a UUID and an Enum, would
+come back as their text: a record built by to_record never holds either.
 """
 
 from __future__ import annotations
