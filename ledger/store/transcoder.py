@@ -46,6 +46,8 @@ class LedgerTranscoder(JSONTranscoder):
             else:
                 # null is where orjson writes NaN and the infinities, which the library keeps.
                 if b"null" not in written:
-                    text = super().encode({**obj, RECORDS: _PLACEHOLDER})
-                    return text.replace(_PLACEHOLDER_TEXT, written, 1)
+                    rest = super().encode({**obj, RECORDS: _PLACEHOLDER})
+                    head, found, tail = rest.partition(_PLACEHOLDER_TEXT)
+                    if found:  # the library wrote the placeholder as orjson does: always
+                        return head + written + tail
         return super().encode(obj)

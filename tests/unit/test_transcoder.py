@@ -89,10 +89,12 @@ def _job(n: int, **extra: Any) -> dict[str, Any]:
 
 
 def test_a_batch_of_plain_records_is_written_by_orjson() -> None:
-    records = [_job(n, extra={"partition": "débug", "tres": {"cpu": 4}}) for n in range(3)]
+    # 1e-05 tells the two apart: orjson writes 0.00001, the standard library 1e-05.
+    records = [_job(n, extra={"partition": "débug", "ratio": 1e-05}) for n in range(3)]
     state = _batch(records)
     encoded = OURS.encode(state)
     assert orjson.dumps(records) in encoded
+    assert b'"ratio":0.00001' in encoded and b"1e-05" not in encoded
     _same(encoded, state)
 
 
