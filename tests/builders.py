@@ -46,3 +46,22 @@ def job_line(job_id: Any, **kwargs: Any) -> str:
     """job_record as one JSON line (without its newline); NaN and Infinity are written as
     Python's json writes them, for hostile input."""
     return json.dumps(job_record(job_id, **kwargs), allow_nan=True)
+
+
+def stored_record(job_id: int = 1, **fields: Any) -> dict[str, Any]:
+    """One job record as the log stores it (ledger.ingest.to_record's shape, charge included),
+    with values as the bench's jobs have them; `fields` add or override anything."""
+    return {
+        "cluster": "cluster",
+        "id": str(job_id),
+        "t_submit": 1699997616.628,
+        "t_run": 1699998661.441,
+        "t_inactive": 1700000110.223,
+        "nnodes": 16,
+        "ncores": 512,
+        "ngpus": 0,
+        "charge": 23180.512,
+        "userid": 12854,
+        "bank": "bank14_g354",
+        **fields,
+    }

@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ledger.chain import _DERIVED_FIELDS, _ORJSON_UNLIKE, record_digest
+from tests.builders import stored_record
 
 
 def test_the_digest_is_of_the_sorted_compact_json_of_what_the_record_says() -> None:
@@ -106,19 +107,7 @@ def test_each_form_orjson_writes_its_own_way_gives_the_standard_librarys_digest(
 def test_a_plain_job_record_takes_the_compiled_encoder() -> None:
     """The speed, not the text: a bench-like record holds none of the marks that send a
     record back to the standard library's encoder."""
-    said = {
-        "cluster": "cluster",
-        "id": "1",
-        "t_submit": 1699997616.628,
-        "t_run": 1699998661.441,
-        "t_inactive": 1700000110.223,
-        "nnodes": 16,
-        "ncores": 512,
-        "ngpus": 0,
-        "userid": 12854,
-        "bank": "bank14_g354",
-        "queue": "batch",
-    }
+    said = stored_record(queue="batch")
     text = orjson.dumps(said, option=orjson.OPT_SORT_KEYS)
     assert text.isascii() and _ORJSON_UNLIKE.search(text) is None
     assert text.decode() == json.dumps(said, sort_keys=True, separators=(",", ":"))

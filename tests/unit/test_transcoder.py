@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ledger.store.transcoder import LedgerTranscoder
+from tests.builders import stored_record
 
 
 def _registered(transcoder: JSONTranscoder) -> JSONTranscoder:
@@ -72,20 +73,7 @@ def test_a_batch_decodes_to_what_the_library_writes(records: list[dict[str, Any]
 
 
 def _job(n: int, **extra: Any) -> dict[str, Any]:
-    return {
-        "cluster": "c1",
-        "id": str(n),
-        "t_submit": 1699997616.628,
-        "t_run": 1699998661.441,
-        "t_inactive": 1700000110.223,
-        "nnodes": 16,
-        "ncores": 512,
-        "ngpus": 0,
-        "charge": 23180.512,
-        "userid": 12854,
-        "bank": "bank14_g354",
-        **extra,
-    }
+    return stored_record(n, cluster="c1", **extra)
 
 
 def test_a_batch_of_plain_records_is_written_by_orjson() -> None:
