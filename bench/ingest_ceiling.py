@@ -55,7 +55,6 @@ from bench.busy import machine_busy_seconds
 from bench.generate import site_spec, write_jobs
 from bench.targets import DEFAULT_PG_URL, INGEST_TARGET
 from ledger import bounds
-from ledger.chain import record_digest
 from ledger.jobs import job_charge
 from ledger.plain_jobs import PlainLine
 from ledger.state import SiteState
@@ -63,6 +62,7 @@ from ledger.store import log_tables
 from ledger.store.connections import Connection, parse_store_url
 from ledger.usage import UsageParams, period_of
 from ledger.usecases.ingest import HELPER_LINES, RECORD_LINES
+from ledger.usecases.validation import Terms, digested_records
 from projections.writers import usage_tables
 
 SCHEMA = "bench_ceiling"
@@ -182,25 +182,14 @@ def prepare(task: Task) -> Prepared:
 
 def product_steps(lines: list[bytes]) -> tuple[list[dict[str, Any]], list[str]]:
     """The product's per-job steps over a piece, as its helpers run them
-    (ledger.usecases.validation.validate_chunk, less the spool's encoding): the records the
-    log would store, under a new site's weights, and their digests."""
-    # Imported here, as the product's helpers import them: the record model is costly to build.
-    from ledger.ingest import job_billing, parse_lines, to_record, weights
-
-    state = SiteState()
-    node_w, core_w, gpu_w = weights(state)
-    parsed = parse_lines(
-        [line.decode("utf-8") for line in lines],
-        latest=bounds.latest_time(time.time()),
-        charge_weights=(node_w, core_w, gpu_w),
-    )
-    if parsed.bad:
-        raise ValueError(f"a piece's {parsed.bad[0]}")
-    records = [
-        to_record(job, node_w, core_w, gpu_w, job_billing(job, state), state.usage_factor(job.qos))
-        for job in parsed.records
-    ]
-    return records, [record_digest(record) for record in records]
+    (ledger.usecases.validation.digested_records, which validate_chunk calls before the spool's
+    encoding): the records the log would store, under a new site's weights, and their
+    digests."""
+    terms = Terms(bounds.latest_time(time.time()), SiteState())
+    digested, bad = digested_records([line.decode("utf-8") for line in lines], 1, terms)
+    if bad:
+        raise ValueError(f"a piece's {bad[0]}")
+    return [record for record, _ in digested], [digest for _, digest in digested]
 
 
 def _piece_file(folder: str, position: int, jobs: list[Any], keys: list[Any]) -> str:

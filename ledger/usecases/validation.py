@@ -75,16 +75,31 @@ def validate_chunk(
     """The chunk's lines, the first numbered `first_line` (read into items first by the
     terms' `read_lines`, if any): each good one as the primitive record the log stores
     (amended by `mark`, if given), each bad one with its number and message."""
+    skipped: Counter[str] = Counter()
+    if terms.read_lines is not None:
+        chunk, skipped = terms.read_lines.items(chunk, first_line)
+    digested, bad = digested_records(chunk, first_line, terms, mark)
+    records = [record for record, _ in digested]
+    return Validated([chunk_bytes(digested)], charges_of(records), bad, skipped)
+
+
+def digested_records(
+    items: list[Any],
+    first_line: int,
+    terms: Terms,
+    mark: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+) -> tuple[list[tuple[dict[str, Any], str]], list[BadLine]]:
+    """The per-job steps of pass 1 over lines (or items already read), the first numbered
+    `first_line`: each good one validated, made into the record the log stores with its charge
+    (amended by `mark`, if given) and paired with its digest; each bad one with its number and
+    message. bench.ingest_ceiling runs these same steps."""
     # Imported here: pydantic's model build is the costliest import, and only ingest needs it.
     from ledger.ingest import job_billing, parse_lines, to_record, weights
 
     state = terms.state
-    skipped: Counter[str] = Counter()
-    if terms.read_lines is not None:
-        chunk, skipped = terms.read_lines.items(chunk, first_line)
     node_w, core_w, gpu_w = weights(state)
     parsed = parse_lines(
-        chunk, first_line=first_line, latest=terms.latest, charge_weights=(node_w, core_w, gpu_w)
+        items, first_line=first_line, latest=terms.latest, charge_weights=(node_w, core_w, gpu_w)
     )
     records = [
         to_record(job, node_w, core_w, gpu_w, job_billing(job, state), state.usage_factor(job.qos))
@@ -92,8 +107,7 @@ def validate_chunk(
     ]
     if mark is not None:
         records = [mark(r) for r in records]
-    digested = [(record, record_digest(record)) for record in records]
-    return Validated([chunk_bytes(digested)], charges_of(records), parsed.bad, skipped)
+    return [(record, record_digest(record)) for record in records], parsed.bad
 
 
 class Helpers:
