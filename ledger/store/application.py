@@ -60,7 +60,7 @@ from ledger.store.connections import (
     registered_before_writes,
 )
 from ledger.store.site_repository import SiteRepository
-from ledger.store.transcoder import LedgerTranscoder
+from ledger.store.transcoder import LedgerTranscoder, exact_loads
 
 T = TypeVar("T")
 # What a value the read models cannot store raises while it is folded into SQLite: an integer
@@ -110,7 +110,7 @@ class SiteStateAsText(Transcoding):
         return json.dumps(state_to_dict(obj), separators=(",", ":"))
 
     def decode(self, data: str) -> SiteState:
-        return state_from_dict(json.loads(data))
+        return state_from_dict(exact_loads(data))
 
 
 class SiteStateAsColumns(Transcoding):
@@ -126,7 +126,7 @@ class SiteStateAsColumns(Transcoding):
         return json.dumps(state_to_columns(obj), separators=(",", ":"))
 
     def decode(self, data: str) -> SiteState:
-        return state_from_columns(json.loads(data))
+        return state_from_columns(exact_loads(data))
 
 
 # Every form a stored snapshot may have, oldest first. All are read (a ledger keeps the
