@@ -163,6 +163,11 @@ class Ledger(Application):
         self._owns_conn = False
         self._log_ready = False
         self._after_commit: list[Callable[[], None]] = []
+        # Inside the append transaction (None outside it): what its projector left to write
+        # before it commits, by name (ingest's period totals, added once for all the job batches
+        # of its chunks); a later fold of the same transaction may take an entry over, and
+        # _write runs the rest before the commit.
+        self.before_commit: dict[str, Callable[[Connection], None]] | None = None
         self._register_types: Callable[[], None] = lambda: None  # PostgreSQL's: construct_factory
         # Only create-db makes the tables: concurrent DDL from every command that opens the
         # ledger would race in PostgreSQL's catalog ("tuple concurrently updated").
@@ -522,10 +527,13 @@ class Ledger(Application):
         conn = self.conn
         for attempt in range(MAX_ATTEMPTS):
             self._after_commit = []
+            self.before_commit = {}
             try:
                 with log_tables.locked(conn, wait):
                     self._prepare_log(conn)
                     result = work(conn)
+                    for name in list(self.before_commit):
+                        _projected(self.before_commit.pop(name), conn)
             except Exception as err:
                 if _database_error(err) and not _transient(err):
                     raise WriteFailed(f"database error: {_first_line(err)}") from err
@@ -534,6 +542,8 @@ class Ledger(Application):
                 if attempt < MAX_ATTEMPTS - 1:
                     time.sleep(random.uniform(0, BACKOFF_SECONDS * 2**attempt))
                 continue
+            finally:
+                self.before_commit = None  # rolled back with its transaction, or run
             for hook in self._after_commit:
                 hook()
             return result
@@ -587,12 +597,7 @@ class Ledger(Application):
         except _integrity_errors() as err:
             raise _AppendConflict(str(err)) from err
         log_tables.extend_chain(conn)
-        try:
-            keep = self.projector(conn, list(zip(positions, events, strict=True)))
-        except unprojectable_errors() as err:
-            raise Unprojectable(
-                f"the read models cannot hold this change ({_first_line(err)}); nothing recorded"
-            ) from None
+        keep = _projected(self.projector, conn, list(zip(positions, events, strict=True)))
         self._after_commit.append(keep)
         # Only the site's events, not the jobs': a transaction of many job batches (ingest's)
         # would hold every record until it commits.
@@ -671,6 +676,17 @@ class _InputPositions:
 
 class _AppendConflict(Exception):
     """A writer outside the lock took a version we meant to append: retry against it."""
+
+
+def _projected(call: Callable[..., T], *args: Any) -> T:
+    """The projector's work in the append transaction (`call(*args)`), an error the read models
+    cannot hold (a value out of their range) told as such: nothing is recorded."""
+    try:
+        return call(*args)
+    except unprojectable_errors() as err:
+        raise Unprojectable(
+            f"the read models cannot hold this change ({_first_line(err)}); nothing recorded"
+        ) from None
 
 
 def _integrity_errors() -> tuple[type[BaseException], ...]:

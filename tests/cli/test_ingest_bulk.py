@@ -1,20 +1,24 @@
 """Ingest's bulk writes, on both stores: job rows and keys appended in bulk (COPY on
-PostgreSQL), a jobs row already present taking the old ON CONFLICT path, and fresh planner
-statistics after a large load (a rebuild is one too)."""
+PostgreSQL), a jobs row already present taking the old ON CONFLICT path, fresh planner
+statistics after a large load (a rebuild is one too), and the period totals of a transaction's
+job batches added once, before it commits."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from ledger.chain import record_digest
 from ledger.store.application import Ledger
 from ledger.store.connections import Connection, parse_store_url
 from ledger.usecases import ingest as ingest_usecase
+from ledger.usecases.session import Session
 from projections.writers import usage_tables
-from tests.builders import job_record
-from tests.conftest import Store
+from tests.builders import job_record, stored_record
+from tests.conftest import T0, Store
 
 
 def _site(store: Store) -> None:
@@ -146,3 +150,64 @@ def test_a_rebuild_leaves_planner_statistics(ledger_store: Store, tmp_path: Path
     ledger_store.run("rebuild")
     assert _planned_rows(ledger_store.url, "jobs") == 3
     assert _planned_rows(ledger_store.url, "association_table") == 1
+
+
+def _chunk(ids: range) -> tuple[list[dict[str, Any]], list[str]]:
+    """Stored records of alice's jobs `ids` (a chunk of ingest's pass 1) and their digests,
+    ending in two periods of a week's half-life."""
+    records = [
+        stored_record(
+            n, userid=5001, username="alice", bank="physics", t_inactive=T0 - (n % 2) * 7 * 86400.0
+        )
+        for n in ids
+    ]
+    return records, [record_digest(r) for r in records]
+
+
+def _totals(conn: Connection) -> list[tuple[Any, ...]]:
+    return [
+        (r["username"], r["bank"], int(r["period"]), int(r["charge_units"]), int(r["njobs"]))
+        for r in conn.query(
+            "SELECT username, bank, period, charge_units, njobs FROM period_totals "
+            "ORDER BY username, bank, period"
+        )
+    ]
+
+
+def _from_jobs(conn: Connection) -> list[tuple[Any, ...]]:
+    """The period totals the jobs rows add up to."""
+    return [
+        (r["username"], r["bank"], int(r["period"]), int(r["units"]), int(r["n"]))
+        for r in conn.query(
+            "SELECT username, bank, period, SUM(charge_units) AS units, COUNT(*) AS n FROM jobs "
+            "GROUP BY username, bank, period ORDER BY username, bank, period"
+        )
+    ]
+
+
+def test_a_transactions_job_batches_add_their_period_totals_once_before_it_commits(
+    ledger_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ingest records a file's chunks in one transaction: their totals are added in one
+    statement over every batch, before the commit, and match the jobs."""
+    _site(ledger_store)
+    ranges: list[tuple[int, int]] = []
+    add_totals = usage_tables.add_totals
+
+    def counted(conn: Connection, first: int, last: int) -> None:
+        ranges.append((first, last))
+        add_totals(conn, first, last)
+
+    monkeypatch.setattr(usage_tables, "add_totals", counted)
+    s = Session(ledger_store.url, None)
+    try:
+        outcomes = s.ledger.record_job_chunks(
+            iter([_chunk(range(1, 1500)), _chunk(range(1500, 2500)), _chunk(range(2500, 2600))]),
+            lambda outcome: outcome.span,
+        )
+        totals, expected = _totals(s.conn), _from_jobs(s.conn)
+    finally:
+        s.close()
+    assert ranges == [(outcomes[0][0], outcomes[-1][1])]
+    assert sum(n for *_, n in totals) == 2599
+    assert totals == expected
