@@ -164,24 +164,19 @@ def _chunk(ids: range) -> tuple[list[dict[str, Any]], list[str]]:
     return records, [record_digest(r) for r in records]
 
 
-def _totals(conn: Connection) -> list[tuple[Any, ...]]:
+_ORDER = " ORDER BY username, bank, period"
+_STORED_TOTALS = "SELECT username, bank, period, charge_units, njobs FROM period_totals" + _ORDER
+# The period totals the jobs rows add up to.
+_JOBS_TOTALS = (
+    "SELECT username, bank, period, SUM(charge_units) AS charge_units, COUNT(*) AS njobs "
+    "FROM jobs GROUP BY username, bank, period" + _ORDER
+)
+
+
+def _totals(conn: Connection, sql: str) -> list[tuple[Any, ...]]:
     return [
         (r["username"], r["bank"], int(r["period"]), int(r["charge_units"]), int(r["njobs"]))
-        for r in conn.query(
-            "SELECT username, bank, period, charge_units, njobs FROM period_totals "
-            "ORDER BY username, bank, period"
-        )
-    ]
-
-
-def _from_jobs(conn: Connection) -> list[tuple[Any, ...]]:
-    """The period totals the jobs rows add up to."""
-    return [
-        (r["username"], r["bank"], int(r["period"]), int(r["units"]), int(r["n"]))
-        for r in conn.query(
-            "SELECT username, bank, period, SUM(charge_units) AS units, COUNT(*) AS n FROM jobs "
-            "GROUP BY username, bank, period ORDER BY username, bank, period"
-        )
+        for r in conn.query(sql)
     ]
 
 
@@ -205,7 +200,7 @@ def test_a_transactions_job_batches_add_their_period_totals_once_before_it_commi
             iter([_chunk(range(1, 1500)), _chunk(range(1500, 2500)), _chunk(range(2500, 2600))]),
             lambda outcome: outcome.span,
         )
-        totals, expected = _totals(s.conn), _from_jobs(s.conn)
+        totals, expected = _totals(s.conn, _STORED_TOTALS), _totals(s.conn, _JOBS_TOTALS)
     finally:
         s.close()
     assert ranges == [(outcomes[0][0], outcomes[-1][1])]
