@@ -12,9 +12,9 @@ a datetime or a dataclass, which the library transcodes), the library writes the
 before. Two types orjson writes itself with no way to hand them over, a UUID and an Enum, would
 come back as their text: a record built by to_record never holds either.
 
-Reading is the other way round: orjson parses, where the library's decoder (the
-standard library's, with a Python hook per object) took 5.3 µs a job to read a batch back, in
-every rebuild and every read of past events; orjson 1.8. The library's hook still turns each
+Reading is the other way round: orjson parses, where the library's decoder (the standard
+library's, with a Python hook per object) took 3.0-3.5 µs a job to read a batch back, in every
+rebuild and every read of past events; orjson 1.7. The library's hook still turns each
 `{"_type_": ..., "_data_": ...}` object into its value, but a job's records are walked for it
 only when the text holds such a key inside them. Where orjson would read a text its own way (an
 integer past 64 bits, which it makes a float; NaN, the infinities and lone surrogates, which it
@@ -65,19 +65,19 @@ def _not_plain(value: Any) -> Any:
     raise TypeError(type(value).__name__)
 
 
-_NOT_ORJSONS = object()  # _by_orjson's answer for a text orjson would read its own way
+_HAND_OVER = object()  # _by_orjson's answer for a text orjson would read its own way
 
 
 def _by_orjson(text: bytes) -> Any:
-    """orjson's value of `text` where it is the standard library's, else _NOT_ORJSONS."""
+    """orjson's value of `text` where it is the standard library's, else _HAND_OVER."""
     # \u: a key written with escapes would hide from _TYPE_KEY's count (no encoder of ours
     # writes one; a control character in a string does, and is read the slower way).
     if b"\\u" in text or _long_number(text):
-        return _NOT_ORJSONS
+        return _HAND_OVER
     try:
         return orjson.loads(text)
     except orjson.JSONDecodeError:
-        return _NOT_ORJSONS  # NaN, an infinity, a lone surrogate: the standard library reads them
+        return _HAND_OVER  # NaN, an infinity, a lone surrogate: the standard library reads them
 
 
 def exact_loads(text: str) -> Any:
@@ -85,8 +85,8 @@ def exact_loads(text: str) -> Any:
     try:
         value = _by_orjson(text.encode("utf-8"))
     except UnicodeEncodeError:  # a lone surrogate
-        value = _NOT_ORJSONS
-    return json.loads(text) if value is _NOT_ORJSONS else value
+        value = _HAND_OVER
+    return json.loads(text) if value is _HAND_OVER else value
 
 
 class LedgerTranscoder(JSONTranscoder):
@@ -112,7 +112,7 @@ class LedgerTranscoder(JSONTranscoder):
         are when every `"_type_"` key of the text was found outside them. Anything else goes to
         the library's decode, which parses the text again."""
         value = _by_orjson(data)
-        if value is not _NOT_ORJSONS:
+        if value is not _HAND_OVER:
             typed = data.count(_TYPE_KEY)
             if typed == 0:
                 return value  # the hook changes no object without the key
