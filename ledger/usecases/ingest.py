@@ -188,15 +188,27 @@ def record_input(
         pass1 = _Pass1(lines, skip_invalid, name, terms, charged, mark, helpers)
         resolver = AssociationResolver(state)
         parts = pass1.parts()
-        # The first part decides: by then pass 1 has read far enough to know whether the input
-        # is long enough for helpers, and if so has counted the idle CPUs.
-        first = next(parts, None)
-        parts = itertools.chain([] if first is None else [first], parts)
-        if from_file and pass1.reading.helpers > 0:
-            for tally in _record_while_validated(
-                ledger, pass1, parts, spool, notes, reason, origin, resolver
-            ):
-                tally.add_to(result, notes)
+        if from_file:
+            # Spooled while this process validates alone; from the first part helpers give
+            # (by then pass 1 has read far enough to know whether the input is long enough for
+            # them, and has counted the idle CPUs), recorded while they validate the rest,
+            # what was spooled first.
+            for part in parts:
+                if pass1.reading.helpers > 0:
+                    for tally in _record_while_validated(
+                        ledger,
+                        pass1,
+                        itertools.chain([part], parts),
+                        spool,
+                        notes,
+                        reason,
+                        origin,
+                        resolver,
+                    ):
+                        tally.add_to(result, notes)
+                    break
+                for data in part:
+                    spool.write(data)
         pass1.to_spool(parts, spool)
         result.bad, result.lines = pass1.bad, pass1.read
         result.skipped = skipped_shown(pass1.skipped)
@@ -362,34 +374,48 @@ def _validated(
     reading: _Reading,
 ) -> Iterator[tuple[int, Validated, bool]]:
     """What validating the lines gave, in order, a part at a time: (its lines, what it gave,
-    whether it ends a chunk of CHUNK_LINES lines). An input of one chunk is validated in this
-    process, a chunk a part; a longer one by `helpers()` helper processes, if any (asked only
-    then, so that a short input never waits for the CPUs to be counted; `mark`, which amends
-    each record, has none), in parts of HELPER_LINES, while this one reads
-    ahead (up to CHUNKS_AHEAD chunks) and records or spools. Either way a chunk's
-    parts give what validating it whole gives, and an error reading the input (not UTF-8,
-    say) is raised after every chunk read before it, as reading one chunk at a time raises
-    it."""
+    whether it ends a chunk of CHUNK_LINES lines). A chunk is validated in this process, whole,
+    until `helpers()` gives helper processes (asked before each chunk that has another after
+    it, so that a short input never waits for the CPUs to be counted, and CPUs that one look
+    found busy are looked at again; `mark`, which amends each record, has none); then the rest
+    by them, in parts of HELPER_LINES, while this process reads ahead (up to CHUNKS_AHEAD
+    chunks) and records or spools. Either way a chunk's parts give what validating it whole
+    gives, and an error reading the input (not UTF-8, say) is raised after every chunk read
+    before it, as reading one chunk at a time raises it."""
     chunks = _errors_last(_chunks(lines, CHUNK_LINES))
-    first = next(chunks, None)
-    ahead = next(chunks, None) if isinstance(first, list) else None
-    reading.helpers = helpers() if isinstance(ahead, list) else 0
-    if reading.helpers == 0:  # one chunk, or no idle CPU: this process alone
-        line = 1
-        for chunk in itertools.chain(
-            [] if first is None else [first], [] if ahead is None else [ahead], chunks
-        ):
-            if isinstance(chunk, Exception):
-                raise chunk
-            reading.lines += len(chunk)
-            yield len(chunk), validate_chunk(chunk, line, terms, mark), True
-            line += len(chunk)
-        return
-    assert isinstance(first, list) and isinstance(ahead, list) and mark is None
+    line = 1
+    current = next(chunks, None)
+    while current is not None:
+        if isinstance(current, Exception):
+            raise current
+        ahead = next(chunks, None)
+        if isinstance(ahead, list):
+            # Asked again before each chunk: one look may find a CPU busy for a moment (a
+            # server's checkpoint), and the whole rest of a long file would go without them.
+            reading.helpers = helpers()
+            if reading.helpers > 0:
+                assert mark is None
+                yield from _by_helpers(current, ahead, chunks, line, terms, reading)
+                return
+        reading.lines += len(current)
+        yield len(current), validate_chunk(current, line, terms, mark), True
+        line += len(current)
+        current = ahead
+
+
+def _by_helpers(
+    first: list[Any],
+    ahead: list[Any],
+    chunks: Iterator[list[Any] | Exception],
+    line: int,
+    terms: Terms,
+    reading: _Reading,
+) -> Iterator[tuple[int, Validated, bool]]:
+    """_validated's parts from the chunk `first` (its first line numbered `line`), `ahead` and
+    `chunks` on, by reading.helpers helper processes."""
     pool = Helpers(reading.helpers, terms)
     try:
         pending: deque[list[int]] = deque()  # the sizes of the pieces of each chunk given
-        line = 1
 
         def give(chunk: list[Any]) -> None:
             nonlocal line

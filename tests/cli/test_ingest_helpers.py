@@ -83,6 +83,34 @@ def test_helpers_record_a_long_input_once(
     assert ledger_store.run("ingest", path).stdout == counts(0, duplicate=40)
 
 
+def test_helpers_the_cpus_let_in_later_validate_the_rest_and_it_is_recorded_meanwhile(
+    ledger_store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The CPUs are counted again before each chunk that has another after it: a first look
+    that found them busy (a server's checkpoint for a moment) leaves only the first chunks to
+    this process. From the first part the helpers give, the file is recorded while they
+    validate it, the chunks spooled before them first, in one transaction."""
+    site(ledger_store)
+    in_processes(monkeypatch, 0)
+    looks = iter([0, 0, 2])
+    asked: list[int] = []
+
+    def helpers() -> int:
+        asked.append(next(looks, 2))
+        return asked[-1]
+
+    monkeypatch.setattr(ingest_use_case, "_helpers", helpers)
+    calls = spy_transactions(monkeypatch)
+    # Seven chunks: the first two validated here and spooled, the rest by the helpers.
+    path = write(tmp_path / "long.jsonl", *(job(n, end=T0 - n, duration=n) for n in range(1, 41)))
+    assert ledger_store.run("ingest", path).stdout == counts(40)
+    assert asked == [0, 0, 2]
+    assert calls == ["record_job_chunks"]
+    assert {job_id: row["charge"] for (_, job_id), row in jobs(ledger_store).items()} == {
+        str(n): float(n) for n in range(1, 41)
+    }
+
+
 @pytest.mark.parametrize(
     ("bad_at", "message"),
     [
