@@ -18,7 +18,7 @@ from __future__ import annotations
 import itertools
 import os
 from collections import Counter, deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
@@ -207,8 +207,7 @@ def record_input(
                     ):
                         tally.add_to(result, notes)
                     break
-                for data in part:
-                    spool.write(data)
+                pass1.to_spool([part], spool)
         pass1.to_spool(parts, spool)
         result.bad, result.lines = pass1.bad, pass1.read
         result.skipped = skipped_shown(pass1.skipped)
@@ -320,7 +319,7 @@ class _Pass1:
             raise _not_utf8(self.shown, err) from None
 
     @staticmethod
-    def to_spool(parts: Iterator[list[bytes]], spool: IO[bytes]) -> None:
+    def to_spool(parts: Iterable[list[bytes]], spool: IO[bytes]) -> None:
         """Every part (of `parts()`) not taken yet into `spool`."""
         for part in parts:
             for data in part:
