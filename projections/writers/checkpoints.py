@@ -203,11 +203,21 @@ def entries(
     ranks = ranking.ranks
     of = ranking.ranked_of
     out = {}
-    for assoc in state.all_associations():
-        key = (assoc.username, assoc.bank)
-        created = assoc.creation_time
-        value, source = walk_gives(walked.get(key), position, previous.get(key), created)
-        out[key] = Entry(created, assoc.active, value, source, usage[key].usage, ranks.get(key), of)
+    # An entry built by tuple.__new__, not Entry's own __new__ (a Python function), and the
+    # walk's value taken without a call where the walk ranked the association (most do).
+    make = tuple.__new__
+    for banks in state.associations.values():
+        for assoc in banks.values():
+            key = (assoc.username, assoc.bank)
+            created = assoc.creation_time
+            value = walked.get(key)
+            if value is None:
+                value, source = walk_gives(None, position, previous.get(key), created)
+            else:
+                source = position
+            out[key] = make(
+                Entry, (created, assoc.active, value, source, usage[key].usage, ranks.get(key), of)
+            )
     return out
 
 
@@ -308,7 +318,15 @@ def plan(
     update rather than over the one before it."""
     mark, previous = ((last.base, last.chain_rows), last.entries) if last else (None, {})
     walked = entries(state, position, usage, ranking, previous)
-    changed = [(key, e) for key, e in walked.items() if not _same_row(e, previous.get(key))]
+    # A different usage (every entry of a Fair Tree update: decay moves them all) is a
+    # changed row without the call. With entries' own shortcuts, a Fair Tree update's plan of
+    # 10,000 entries: 43 -> 28 ms (the fastest of 15, alternated in one process).
+    get = previous.get
+    changed = []
+    for key, e in walked.items():
+        before = get(key)
+        if before is None or e.job_usage != before.job_usage or not _same_row(e, before):
+            changed.append((key, e))
     gone = [key for key in previous if key not in walked]
     delta = len(changed) + len(gone)
     if mark is None or mark[1] + delta >= len(walked):
@@ -320,18 +338,26 @@ def plan(
         [
             (
                 position,
-                key[0],
-                key[1],
-                e.creation_time,
-                int(e.active),
-                e.fairshare,
-                e.source if e.rank is None else None,  # see _same_row
-                e.job_usage,
-                e.rank,
-                e.ranked_of,
+                username,
+                bank,
+                created,
+                int(active),
+                fairshare,
+                source if rank is None else None,  # see _same_row
+                job_usage,
+                rank,
+                ranked_of,
                 0,
             )
-            for key, e in rows
+            for (username, bank), (
+                created,
+                active,
+                fairshare,
+                source,
+                job_usage,
+                rank,
+                ranked_of,
+            ) in rows
         ]
         + [(position, key[0], key[1], 0.0, 0, 0.0, None, 0.0, None, 0, 1) for key in gone],
         Written(base, chain, position, walked),
