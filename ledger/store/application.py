@@ -500,15 +500,16 @@ class Ledger(Application):
         ]
         positions = self._append(conn, batches)
         # In bulk (COPY on PostgreSQL), not log_tables.insert_keys's ON CONFLICT: under the
-        # writers' lock, known_keys has just shown that none of these keys is there.
+        # writers' lock, known_keys has just shown that none of these keys is there. Each row
+        # made as the COPY sends it (Connection.insert_rows).
         conn.insert_rows(
             log_tables.JOB_KEYS,
             log_tables.JOB_KEY_COLUMNS,
-            [
+            (
                 (*job_key(record), digest, position)
                 for position, start in zip(positions, range(0, len(kept), BATCH_SIZE), strict=True)
                 for record, digest in kept[start : start + BATCH_SIZE]
-            ],
+            ),
         )
         outcome.recorded = [r for r, _ in kept]
         outcome.span = (positions[0], positions[-1])

@@ -17,13 +17,14 @@ its own, on SQLite, to put the new file in WAL mode.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import math
 import os
 import re
 import sqlite3
 import tempfile
 import time
-from collections.abc import Callable, Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -322,22 +323,32 @@ class Connection:
             self.raw.executemany(sql, [tuple(r) for r in rows])
 
     def insert_rows(
-        self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]
+        self, table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]
     ) -> None:
         """Rows appended to `table` in bulk, in the open transaction: COPY on PostgreSQL (one
         stream, where executemany costs a pipelined statement per row), executemany on SQLite
-        (in-process, no round trip to save). No ON CONFLICT: a duplicate key is an error."""
-        if not rows:
+        (in-process, no round trip to save). No ON CONFLICT: a duplicate key is an error.
+
+        `rows` may be a generator that makes each row as it is sent: on PostgreSQL the server
+        then stores the rows already sent while this process makes the next, where rows made
+        first left it idle meanwhile, and this process idle while it caught up."""
+        rows = iter(rows)
+        first = next(rows, None)
+        if first is None:
             return
         self.inserted.add(table)
         names = ", ".join(columns)
         if self.config.is_postgres:
             with self.raw.cursor() as cur, cur.copy(f"COPY {table} ({names}) FROM STDIN") as copy:
+                write = copy.write_row
+                write(first)
                 for row in rows:
-                    copy.write_row(row)
+                    write(row)
             return
         marks = ", ".join("?" * len(columns))
-        self.raw.executemany(f"INSERT INTO {table} ({names}) VALUES ({marks})", rows)
+        self.raw.executemany(
+            f"INSERT INTO {table} ({names}) VALUES ({marks})", itertools.chain([first], rows)
+        )
 
     def analyze(self, tables: Sequence[str]) -> None:
         """Fresh planner statistics for `tables` on PostgreSQL, outside any transaction:

@@ -216,14 +216,14 @@ def insert_jobs(
     """The jobs of the batch at `position` into `jobs`, and (with `totals`) into the period
     totals; a fold of several batches leaves their totals to one `add_totals`."""
     params = usage_params(state)
-    rows = [job_row(r, params, position) for r in records]
     try:
         # In bulk (COPY on PostgreSQL): the log's key index already keeps every job out that
         # it holds, so a duplicate here is rare (a log written before the index existed).
+        # Each row made as the COPY sends it (Connection.insert_rows).
         with conn.savepoint("insert_jobs"):
-            conn.insert_rows("jobs", JOB_COLUMNS, rows)
+            conn.insert_rows("jobs", JOB_COLUMNS, (job_row(r, params, position) for r in records))
     except conn.duplicate_key_errors():
-        conn.executemany(_INSERT_JOB, rows)
+        conn.executemany(_INSERT_JOB, [job_row(r, params, position) for r in records])
     if totals:
         add_totals(conn, position, position)
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from ledger.store.connections import Connection, StoreConfig
+from ledger.store.connections import Connection, StoreConfig, parse_store_url
 from projections.writers import job_reading
 from tests.cli.test_continuous_incremental import _shown, _slurm_site
 from tests.cli.test_cron import twin  # noqa: F401 (a fixture)
@@ -198,5 +198,35 @@ def test_a_transaction_knows_the_tables_it_inserted_into(tmp_path: Path) -> None
             raise ZeroDivisionError
         assert conn.inserted == set()
         assert conn.rows("SELECT id FROM jobs") == [(1,)]
+    finally:
+        conn.close()
+
+
+def test_rows_are_inserted_from_a_generator(store: Store) -> None:
+    """insert_rows takes rows made as they are sent (insert_jobs hands it a generator): each
+    is stored, an empty generator stores nothing and marks no table, and an error raised
+    midway is the one raised, with none of its rows left (the COPY is abandoned)."""
+    store.run("create-db")
+    conn = Connection(parse_store_url(store.url))
+    try:
+        with conn.transaction():
+            conn.execute("CREATE TABLE made (n INTEGER, label TEXT)")
+        with conn.transaction():
+            conn.insert_rows("made", ("n", "label"), (row for row in ()))
+            assert conn.inserted == set()
+            conn.insert_rows("made", ("n", "label"), ((n, f"r{n}") for n in range(3)))
+            assert conn.inserted == {"made"}
+
+        def breaking() -> Iterator[tuple[int, str]]:
+            yield (10, "sent before the error")
+            raise ZeroDivisionError
+
+        with pytest.raises(ZeroDivisionError), conn.transaction():
+            conn.insert_rows("made", ("n", "label"), breaking())
+        assert conn.rows("SELECT n, label FROM made ORDER BY n") == [
+            (0, "r0"),
+            (1, "r1"),
+            (2, "r2"),
+        ]
     finally:
         conn.close()
