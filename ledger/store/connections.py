@@ -214,6 +214,9 @@ class Connection:
         # The tables insert_rows added rows to in the open transaction: rows no other
         # connection sees until it commits (projections.writers.job_reading asks).
         self.inserted: set[str] = set()
+        # Each table's column types as PostgreSQL's catalog names them, looked up once
+        # (insert_rows' binary COPY).
+        self._column_types: dict[str, dict[str, str]] = {}
         self.raw: Any
         if config.is_postgres:
             self.raw = postgres_admin_connect(config)
@@ -323,7 +326,11 @@ class Connection:
             self.raw.executemany(sql, [tuple(r) for r in rows])
 
     def insert_rows(
-        self, table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]
+        self,
+        table: str,
+        columns: Sequence[str],
+        rows: Iterable[Sequence[Any]],
+        binary: bool = False,
     ) -> None:
         """Rows appended to `table` in bulk, in the open transaction: COPY on PostgreSQL (one
         stream, where executemany costs a pipelined statement per row), executemany on SQLite
@@ -331,7 +338,13 @@ class Connection:
 
         `rows` may be a generator that makes each row as it is sent: on PostgreSQL the server
         then stores the rows already sent while this process makes the next, where rows made
-        first left it idle meanwhile, and this process idle while it caught up."""
+        first left it idle meanwhile, and this process idle while it caught up.
+
+        `binary`: on PostgreSQL the COPY sends each value in its column's binary form, which
+        the server stores without parsing text. Each value must then be of the Python type its
+        column's type takes (str for text, int for an integer, int or float for a double), or
+        TypeError is raised before the COPY ends, and an INTEGER column's values must fit in
+        32 bits (a binary value is not range-checked as a text one is)."""
         rows = iter(rows)
         first = next(rows, None)
         if first is None:
@@ -339,7 +352,14 @@ class Connection:
         self.inserted.add(table)
         names = ", ".join(columns)
         if self.config.is_postgres:
-            with self.raw.cursor() as cur, cur.copy(f"COPY {table} ({names}) FROM STDIN") as copy:
+            form = " (FORMAT BINARY)" if binary else ""
+            types = self._types_of(table, columns) if binary else None
+            with (
+                self.raw.cursor() as cur,
+                cur.copy(f"COPY {table} ({names}) FROM STDIN{form}") as copy,
+            ):
+                if types is not None:
+                    copy.set_types(types)
                 write = copy.write_row
                 write(first)
                 for row in rows:
@@ -349,6 +369,21 @@ class Connection:
         self.raw.executemany(
             f"INSERT INTO {table} ({names}) VALUES ({marks})", itertools.chain([first], rows)
         )
+
+    def _types_of(self, table: str, columns: Sequence[str]) -> list[str]:
+        """PostgreSQL: the catalog's type of each of `columns` of `table` (in the search
+        path), as the table really is, whatever layout made it."""
+        known = self._column_types.get(table)
+        if known is None or any(column not in known for column in columns):
+            known = self._column_types[table] = {
+                name: type_name
+                for name, type_name in self.execute(
+                    "SELECT attname, format_type(atttypid, NULL) FROM pg_attribute "
+                    "WHERE attrelid = to_regclass(?) AND attnum > 0 AND NOT attisdropped",
+                    (table,),
+                ).fetchall()
+            }
+        return [known[column] for column in columns]
 
     def analyze(self, tables: Sequence[str]) -> None:
         """Fresh planner statistics for `tables` on PostgreSQL, outside any transaction:
