@@ -235,8 +235,9 @@ def insert_jobs(
 def _copy_jobs(conn: Connection, rows: Callable[[], Iterator[tuple[Any, ...]]]) -> None:
     """The jobs' rows in binary form: the server stores a row in less time than it parses
     its text (a COPY of 1,000 rows into a table of 500,000 with the jobs' indexes: 14-19
-    against 20-22 µs a row). A record whose values are not of their columns' types (a number
-    an old record's `extra` gave as its QOS, a text column) is sent as text, as before."""
+    against 20-22 µs a row). A batch holding a value not of its column's type (a number an
+    old record's `extra` gave as its QOS, for a text column) goes in as text, as before:
+    binary refuses it with TypeError before the COPY ends, and the savepoint undoes it."""
     try:
         with conn.savepoint("jobs_in_binary"):
             conn.insert_rows("jobs", JOB_COLUMNS, rows(), binary=True)
