@@ -34,22 +34,6 @@ def _jobs_file(tmp_path: Path, ids: range) -> Path:
     return path
 
 
-def _alices_record(n: int) -> dict[str, Any]:
-    """Job `n` of alice's as the log stores it: what insert_jobs is handed."""
-    return {
-        "cluster": "cluster",
-        "id": str(n),
-        "t_submit": 0.0,
-        "t_run": 0.0,
-        "t_inactive": 10.0,
-        "nnodes": 1,
-        "ncores": 1,
-        "ngpus": 0,
-        "charge": 10.0,
-        "username": "alice",
-    }
-
-
 def _count(conn: Connection, sql: str) -> int:
     return int(conn.query(sql)[0]["n"])
 
@@ -81,7 +65,7 @@ def test_a_jobs_row_already_there_is_kept_not_doubled(ledger_store: Store, tmp_p
         rows = conn.query("SELECT cluster, id, position FROM jobs ORDER BY id")
         assert [r["id"] for r in rows] == ["1", "2", "3"]
         totals = conn.query("SELECT njobs FROM period_totals")
-        records = [_alices_record(n) for n in (3, 4)]
+        records = [stored_record(n, username="alice") for n in (3, 4)]
         conn.execute("BEGIN")
         usage_tables.insert_jobs(conn, ledger.state(), records, 999)
         after = conn.query("SELECT id, position FROM jobs ORDER BY id")
@@ -257,7 +241,7 @@ def test_a_job_whose_values_are_not_of_their_columns_types_is_stored_as_text(
     conn = Connection(config)
     ledger = Ledger.open(config, conn=conn)
     try:
-        record = {**_alices_record(7), "extra": {"qos": 5}}
+        record = stored_record(7, username="alice", extra={"qos": 5})
         conn.execute("BEGIN")
         usage_tables.insert_jobs(conn, ledger.state(), [record], 999)
         rows = conn.rows("SELECT id, qos, position FROM jobs")
