@@ -656,7 +656,7 @@ class SharedConnectionPool:
 
     The library's rows are dictionaries, ours tuples: the connection's row factory is switched
     for the length of each loan (one thread; the library fetches everything inside it). Its
-    cursors fetch in binary during a loan (_BinaryCursor). A lost connection is not replaced:
+    cursors fetch in binary during a loan (_binary_cursor). A lost connection is not replaced:
     the library's retries then fail at once, and the command fails as ours would."""
 
     def __init__(self, lend: Callable[[], Connection]) -> None:
