@@ -228,13 +228,21 @@ class Connection:
     def _sql(self, sql: str) -> str:
         return sql.replace("?", "%s") if self.config.is_postgres else sql
 
-    def execute(self, sql: str, params: Sequence[Any] = (), replan: bool = False) -> Any:
+    def execute(
+        self, sql: str, params: Sequence[Any] = (), replan: bool = False, binary: bool = False
+    ) -> Any:
         """`replan`: PostgreSQL plans the statement anew each time, with the table's size at
         that moment, instead of keeping a plan psycopg's prepared statement made earlier: a
         plan made while a table was empty (or had no statistics yet) stays in use after it has
-        grown, and a lookup planned as a scan of a few rows then scans millions."""
-        if replan and self.config.is_postgres:
-            return self.raw.execute(self._sql(sql), tuple(params), prepare=False)
+        grown, and a lookup planned as a scan of a few rows then scans millions.
+
+        `binary`: PostgreSQL sends the results in binary, for rows that carry bytea (an
+        event's state), which the text form sends as hex for psycopg to decode again (see
+        _binary_cursor). The values load to the same Python types either way."""
+        if self.config.is_postgres and (replan or binary):
+            return self.raw.execute(
+                self._sql(sql), tuple(params), prepare=False if replan else None, binary=binary
+            )
         return self.raw.execute(self._sql(sql), tuple(params))
 
     def run_statements(self, statements: Sequence[str]) -> None:

@@ -166,7 +166,8 @@ def newest_event(conn: Connection) -> StoredEvent | None:
     pos = _position(conn)
     row = conn.execute(
         f"SELECT originator_id, originator_version, topic, state FROM {events_table(conn)} "
-        f"ORDER BY {pos} DESC LIMIT 1"
+        f"ORDER BY {pos} DESC LIMIT 1",
+        binary=True,
     ).fetchone()
     if row is None:
         return None
@@ -215,6 +216,7 @@ def stored_after(
             f"SELECT {pos}, originator_id, originator_version, topic, state "
             f"FROM {events_table(conn)} WHERE {pos} > {start}{where} ORDER BY {pos} LIMIT {PAGE}",
             (*params, topic) if topic else params,
+            binary=True,
         ).fetchall()
         for position, originator, version, row_topic, state in rows:
             yield int(position), _hex(originator), int(version), str(row_topic), _bytes(state)
