@@ -11,7 +11,7 @@ from ledger.store.connections import Connection, SharedConnectionPool, parse_sto
 
 
 def test_a_loan_fetches_in_binary_and_hands_the_connection_back_as_it_was(server: str) -> None:
-    conn = Connection(parse_store_url(f"{server}?schema=t_library_loans"))
+    conn = Connection(parse_store_url(f"{server}?schema=t_binary_loans"))
     try:
         pool = SharedConnectionPool(lambda: conn)
         with pool.connection() as raw, raw.cursor() as cur:
