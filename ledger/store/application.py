@@ -403,6 +403,7 @@ class Ledger(Application):
         source: dict[str, Any] | None = None,
         digests: Sequence[str] | None = None,
         input_spans: Sequence[LogSpan] = (),
+        expect_fresh: bool = False,
     ) -> Recorded:
         """Record the jobs the log does not hold yet, in one transaction.
 
@@ -412,13 +413,22 @@ class Ledger(Application):
         made them already (ingest's pass 1 does, where it validates each record).
         `input_spans`: where earlier transactions of the same input logged its records
         (Recorded.span); a conflict with a key logged there is told as one with an earlier
-        line of the input, as a repeat within `records` is."""
+        line of the input, as a repeat within `records` is. `expect_fresh`: the caller
+        expects the log to hold none of these keys (Recorded.fresh of its previous chunk), so
+        that on PostgreSQL they are looked up only if one turns out to be there
+        (_record_fresh)."""
         made = [record_digest(record) for record in records] if digests is None else digests
         if len(made) != len(records):
             raise ValueError(f"{len(made)} digests for {len(records)} records")
         return self._write(
             lambda conn: self._record_fresh(
-                conn, records, made, reason, source, _InputPositions(tuple(input_spans))
+                conn,
+                records,
+                made,
+                reason,
+                source,
+                _InputPositions(tuple(input_spans)),
+                expect_fresh,
             )
         )
 
@@ -451,9 +461,13 @@ class Ledger(Application):
                 raise WriteFailed("a concurrent writer took the ledger part-way through")
             own = _InputPositions(after=log_tables.head_position(conn))
             outcomes = []
+            expect_fresh = False  # the first chunk is looked up: a re-run repeats its start
             for records, digests in chunks:
                 taken = True
-                outcome = self._record_fresh(conn, records, digests, reason, source, own)
+                outcome = self._record_fresh(
+                    conn, records, digests, reason, source, own, expect_fresh
+                )
+                expect_fresh = outcome.fresh
                 outcomes.append(kept(outcome))
             return outcomes
 
@@ -467,10 +481,26 @@ class Ledger(Application):
         reason: str,
         source: dict[str, Any] | None,
         own: _InputPositions,
+        expect_fresh: bool = False,
     ) -> Recorded:
         """In the open transaction: the records the log does not hold yet, appended. A
         conflict with a key logged where `own` says this input's earlier records went is one
-        with an earlier line of the input (position 0)."""
+        with an earlier line of the input (position 0).
+
+        With `expect_fresh`, on PostgreSQL, the keys are not looked up first: the batches and
+        their keys go in under a savepoint, and the key index's refusal of one already there
+        undoes both, after which the records are looked up as without it. There a lookup
+        costs about 4 µs a job (500 ids a query, a round trip each), and a backfill's chunks
+        after the first hold no logged key; the key rows' insert checks each key in the index
+        anyway. SQLite looks its keys up in process, for less than its savepoint costs (the
+        pages the chunk changes journaled again: 200,000 jobs took 7.25 s against 6.93, the
+        medians of six runs each)."""
+        if expect_fresh and conn.config.is_postgres:
+            try:
+                with conn.savepoint("unlooked_keys"):
+                    return self._record_unlooked(conn, records, digests, reason, source)
+            except _KeyHeld:
+                pass
         outcome = Recorded()
         logged = log_tables.known_keys(conn, [job_key(r) for r in records])
         fresh: dict[tuple[str, str], tuple[dict[str, Any], str]] = {}
@@ -484,9 +514,48 @@ class Ledger(Application):
             else:
                 position = earlier[1]
                 outcome.conflicts.append(Conflict(key, 0 if own.holds(position) else position))
-        if not fresh:
-            return outcome
-        kept = list(fresh.values())
+        outcome.fresh = not logged
+        self._append_jobs(conn, list(fresh.values()), reason, source, outcome)
+        return outcome
+
+    def _record_unlooked(
+        self,
+        conn: Connection,
+        records: list[dict[str, Any]],
+        digests: Sequence[str],
+        reason: str,
+        source: dict[str, Any] | None,
+    ) -> Recorded:
+        """_record_fresh without the lookup: a repeat within `records` is still told apart
+        here, and a key the log holds raises _KeyHeld before anything is linked or
+        projected."""
+        outcome = Recorded(fresh=True)
+        fresh: dict[tuple[str, str], tuple[dict[str, Any], str]] = {}
+        for record, digest in zip(records, digests, strict=True):
+            key = job_key(record)
+            if key not in fresh:
+                fresh[key] = (record, digest)
+            elif fresh[key][1] == digest:
+                outcome.duplicate += 1
+            else:
+                outcome.conflicts.append(Conflict(key, 0))
+        self._append_jobs(conn, list(fresh.values()), reason, source, outcome, unlooked=True)
+        return outcome
+
+    def _append_jobs(
+        self,
+        conn: Connection,
+        kept: list[tuple[dict[str, Any], str]],
+        reason: str,
+        source: dict[str, Any] | None,
+        outcome: Recorded,
+        unlooked: bool = False,
+    ) -> None:
+        """(record, digest) pairs none of whose keys the log holds, appended in batches with
+        their keys; `outcome` told what was recorded and where. `unlooked`: the keys were not
+        looked up, and one the log holds raises _KeyHeld."""
+        if not kept:
+            return
         head = log_tables.stream_version(conn, JOBLOG_ID)
         stamp = self.stamp(reason, source)
         batches = [
@@ -498,22 +567,26 @@ class Ledger(Application):
             )
             for n, start in enumerate(range(0, len(kept), BATCH_SIZE))
         ]
-        positions = self._append(conn, batches)
-        # In bulk (COPY on PostgreSQL), not log_tables.insert_keys's ON CONFLICT: under the
-        # writers' lock, known_keys has just shown that none of these keys is there. Each row
-        # made as the COPY sends it (Connection.insert_rows).
-        conn.insert_rows(
-            log_tables.JOB_KEYS,
-            log_tables.JOB_KEY_COLUMNS,
-            (
+
+        def key_rows(positions: list[int]) -> None:
+            # In bulk (COPY on PostgreSQL), not log_tables.insert_keys's ON CONFLICT: a key
+            # already there must be refused (known_keys has just shown none is, or the caller
+            # expects none). Each row made as the COPY sends it (Connection.insert_rows).
+            rows = (
                 (*job_key(record), digest, position)
                 for position, start in zip(positions, range(0, len(kept), BATCH_SIZE), strict=True)
                 for record, digest in kept[start : start + BATCH_SIZE]
-            ),
-        )
+            )
+            try:
+                conn.insert_rows(log_tables.JOB_KEYS, log_tables.JOB_KEY_COLUMNS, rows)
+            except conn.duplicate_key_errors() as err:
+                if unlooked:
+                    raise _KeyHeld(str(err)) from err
+                raise
+
+        positions = self._append(conn, batches, key_rows)
         outcome.recorded = [r for r, _ in kept]
         outcome.span = (positions[0], positions[-1])
-        return outcome
 
     def refresh_statistics(self, read_models: Sequence[str]) -> None:
         """After a large load: planner statistics for the log's tables and `read_models`."""
@@ -584,9 +657,16 @@ class Ledger(Application):
         # Only once this transaction commits: a rolled-back first write takes the tables with it.
         self._after_commit.append(lambda: setattr(self, "_log_ready", True))
 
-    def _append(self, conn: Connection, events: Sequence[Any]) -> list[int]:
+    def _append(
+        self,
+        conn: Connection,
+        events: Sequence[Any],
+        inserted: Callable[[list[int]], None] | None = None,
+    ) -> list[int]:
         """Insert `events`, link them into the chain and project them, in the open
-        transaction; their log positions."""
+        transaction; their log positions. `inserted(positions)` runs once they are inserted,
+        before anything is linked or projected: an error it raises leaves only the inserts
+        to undo."""
         if not events:
             return []
         if self.projector is None:
@@ -597,6 +677,8 @@ class Ledger(Application):
             )
         except _integrity_errors() as err:
             raise _AppendConflict(str(err)) from err
+        if inserted is not None:
+            inserted(positions)
         log_tables.extend_chain(conn)
         keep = _projected(self.projector, conn, list(zip(positions, events, strict=True)))
         self._after_commit.append(keep)
@@ -658,6 +740,9 @@ class Recorded:
     duplicate: int = 0
     conflicts: list[Conflict] = field(default_factory=list)
     span: LogSpan | None = None  # where the records went (None: none was recorded)
+    # The log held none of the keys (their lookup found none, or none was needed): the
+    # input's next chunk may skip its lookup (Ledger._record_fresh's expect_fresh).
+    fresh: bool = False
 
 
 @dataclass(frozen=True)
@@ -673,6 +758,10 @@ class _InputPositions:
         if self.after is not None and position > self.after:
             return True
         return any(first <= position <= last for first, last in self.spans)
+
+
+class _KeyHeld(Exception):
+    """A job key inserted without a lookup is already in the log (Ledger._record_unlooked)."""
 
 
 class _AppendConflict(Exception):

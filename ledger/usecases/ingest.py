@@ -484,6 +484,7 @@ def _record_spool(
     """Pass 2: record in chunks, each one transaction; re-running after a crash is safe
     because recording is exactly-once. `done`: the records recorded before the spool's."""
     notes.progress(done, result.lines)
+    expect_fresh = False  # the first chunk is looked up: a re-run repeats its start
     for chunk in _chunks(spooled(spool), RECORD_LINES):
         try:
             outcome = s.ledger.record_jobs(
@@ -492,6 +493,7 @@ def _record_spool(
                 source=origin,
                 digests=[digest for _, digest in chunk],
                 input_spans=result.spans,
+                expect_fresh=expect_fresh,
             )
         except LedgerError as err:
             if not result.recorded:
@@ -501,6 +503,7 @@ def _record_spool(
                 f"{problem} after recording {result.recorded} jobs; re-run the same "
                 f"{rerun} to complete it: recording is exactly-once"
             ) from err
+        expect_fresh = outcome.fresh
         _Tally.of(outcome, resolver).add_to(result, notes)
         done += len(chunk)
         notes.progress(done, result.lines)

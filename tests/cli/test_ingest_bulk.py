@@ -1,7 +1,8 @@
 """Ingest's bulk writes, on both stores: job rows and keys appended in bulk (COPY on
 PostgreSQL), a jobs row already present taking the old ON CONFLICT path, fresh planner
-statistics after a large load (a rebuild is one too), and the period totals of a transaction's
-job batches added once, before it commits."""
+statistics after a large load (a rebuild is one too), the period totals of a transaction's
+job batches added once, before it commits, and a backfill's keys inserted without a lookup on
+PostgreSQL."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from typing import Any
 import pytest
 
 from ledger.chain import record_digest
-from ledger.store.application import Ledger
+from ledger.store import log_tables
+from ledger.store.application import Conflict, Ledger
 from ledger.store.connections import Connection, parse_store_url
 from ledger.usecases import ingest as ingest_usecase
 from ledger.usecases.session import Session
@@ -192,6 +194,62 @@ def test_a_transactions_job_batches_add_their_period_totals_once_before_it_commi
     assert ranges == [(outcomes[0][0], outcomes[-1][1])]
     assert sum(n for *_, n in totals) == 2599
     assert totals == expected
+
+
+def test_a_chunk_after_a_fresh_one_skips_its_lookup_and_a_logged_key_still_counts_as_one(
+    ledger_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On PostgreSQL, a chunk after one whose keys the log did not hold is recorded without
+    looking its keys up; one that then holds a logged key (a duplicate, a conflict with the
+    log, a repeat of an earlier chunk's job) is undone and looked up, and counted as a lookup
+    counts it. SQLite looks every chunk up, and counts the same."""
+    _site(ledger_store)
+    lookups: list[int] = []
+    known_keys = log_tables.known_keys
+
+    def counted(conn: Connection, keys: Any) -> Any:
+        lookups.append(len(keys))
+        return known_keys(conn, keys)
+
+    monkeypatch.setattr(log_tables, "known_keys", counted)
+    s = Session(ledger_store.url, None)
+    try:
+        records, digests = _chunk(range(1, 11))
+        first = s.ledger.record_jobs(records, digests=digests)
+        lookups.clear()
+        mixed = _chunk(range(300, 311))
+        for record in (
+            _chunk(range(5, 6))[0][0],
+            {**_chunk(range(7, 8))[0][0], "ncores": 3},
+            {**_chunk(range(150, 151))[0][0], "ncores": 3},
+        ):
+            mixed[0].append(record)
+            mixed[1].append(record_digest(record))
+        outcomes = s.ledger.record_job_chunks(
+            iter(
+                [_chunk(range(100, 200)), _chunk(range(200, 300)), mixed, _chunk(range(400, 500))]
+            ),
+            lambda outcome: (len(outcome.recorded), outcome.duplicate, outcome.conflicts),
+        )
+        records, digests = _chunk(range(495, 505))  # a transaction of its own, half logged
+        overlap = s.ledger.record_jobs(records, digests=digests, expect_fresh=True)
+        jobs = _count(s.conn, "SELECT COUNT(*) AS n FROM jobs")
+        keys = _count(s.conn, "SELECT COUNT(*) AS n FROM job_keys")
+    finally:
+        s.close()
+    # Looked up: the first chunk, the mixed one once its keys were refused, the one after it,
+    # and the last transaction once its keys were refused.
+    looked = [100, 14, 100, 10] if ledger_store.kind == "postgres" else [100, 100, 14, 100, 10]
+    assert lookups == looked
+    assert first.span is not None
+    assert outcomes == [
+        (100, 0, []),
+        (100, 0, []),
+        (11, 1, [Conflict(("cluster", "7"), first.span[0]), Conflict(("cluster", "150"), 0)]),
+        (100, 0, []),
+    ]
+    assert (len(overlap.recorded), overlap.duplicate, overlap.conflicts) == (5, 5, [])
+    assert jobs == keys == 326
 
 
 # Values whose stored form a text COPY and a binary one could tell apart, if either rounded,
