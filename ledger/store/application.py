@@ -498,15 +498,31 @@ class Ledger(Application):
         if expect_fresh and conn.config.is_postgres:
             try:
                 with conn.savepoint("unlooked_keys"):
-                    return self._record_unlooked(conn, records, digests, reason, source)
+                    return self._record_against(conn, records, digests, reason, source, own, None)
             except _KeyHeld:
                 pass
-        outcome = Recorded()
         logged = log_tables.known_keys(conn, [job_key(r) for r in records])
+        return self._record_against(conn, records, digests, reason, source, own, logged)
+
+    def _record_against(
+        self,
+        conn: Connection,
+        records: list[dict[str, Any]],
+        digests: Sequence[str],
+        reason: str,
+        source: dict[str, Any] | None,
+        own: _InputPositions,
+        logged: dict[tuple[str, str], tuple[str, int]] | None,
+    ) -> Recorded:
+        """_record_fresh against `logged`, the keys the log holds, or None where they were not
+        looked up: then only a repeat within `records` is told apart here, and a key the log
+        holds raises _KeyHeld before anything is linked or projected."""
+        outcome = Recorded(fresh=not logged)
+        known = logged or {}
         fresh: dict[tuple[str, str], tuple[dict[str, Any], str]] = {}
         for record, digest in zip(records, digests, strict=True):
             key = job_key(record)
-            earlier = logged.get(key) or ((fresh[key][1], 0) if key in fresh else None)
+            earlier = known.get(key) or ((fresh[key][1], 0) if key in fresh else None)
             if earlier is None:
                 fresh[key] = (record, digest)
             elif earlier[0] == digest:
@@ -514,32 +530,8 @@ class Ledger(Application):
             else:
                 position = earlier[1]
                 outcome.conflicts.append(Conflict(key, 0 if own.holds(position) else position))
-        outcome.fresh = not logged
-        self._append_jobs(conn, list(fresh.values()), reason, source, outcome)
-        return outcome
-
-    def _record_unlooked(
-        self,
-        conn: Connection,
-        records: list[dict[str, Any]],
-        digests: Sequence[str],
-        reason: str,
-        source: dict[str, Any] | None,
-    ) -> Recorded:
-        """_record_fresh without the lookup: a repeat within `records` is still told apart
-        here, and a key the log holds raises _KeyHeld before anything is linked or
-        projected."""
-        outcome = Recorded(fresh=True)
-        fresh: dict[tuple[str, str], tuple[dict[str, Any], str]] = {}
-        for record, digest in zip(records, digests, strict=True):
-            key = job_key(record)
-            if key not in fresh:
-                fresh[key] = (record, digest)
-            elif fresh[key][1] == digest:
-                outcome.duplicate += 1
-            else:
-                outcome.conflicts.append(Conflict(key, 0))
-        self._append_jobs(conn, list(fresh.values()), reason, source, outcome, unlooked=True)
+        kept = list(fresh.values())
+        self._append_jobs(conn, kept, reason, source, outcome, unlooked=logged is None)
         return outcome
 
     def _append_jobs(
