@@ -525,6 +525,35 @@ def test_a_repeat_in_a_later_transaction_is_told_as_one_transaction_tells_it(
     )
 
 
+@pytest.mark.parametrize("source", ["pipe", "file"])
+def test_a_logged_job_in_a_later_chunk_is_told_as_in_the_first(
+    ledger_store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str
+) -> None:
+    """A chunk after one holding no logged job is written without looking its jobs up on
+    PostgreSQL: one that then holds a logged job, the same or saying otherwise, is told as
+    a looked-up chunk tells it, and nothing of it is written twice."""
+    site(ledger_store)
+    ledger_store.run("ingest", write(tmp_path / "first.jsonl", job(30), job(33)))
+    position = ledger_store.log_position()  # jobs 30 and 33's batch
+    lines = [job(n) for n in range(1, 41)]
+    lines[29] = job(30, duration=99)  # line 30: saying otherwise than the log
+    in_processes(monkeypatch, 0 if source == "pipe" else 2)
+    monkeypatch.setattr(ingest_use_case, "HELD_LINES", 8)
+    monkeypatch.setattr(ingest_use_case, "RECORD_LINES", 10)
+    if source == "pipe":
+        text = "".join(json.dumps(line) + "\n" for line in lines)
+        result = ledger_store.run("ingest", "-", input=text)
+    else:
+        result = ledger_store.run("ingest", write(tmp_path / "jobs.jsonl", *lines))
+    assert result.stdout == "recorded 38, duplicate 1, unmatched 0, conflicting 1\n"
+    assert result.stderr == (
+        f"fairledger: conflict: job 30 (cluster cluster) differs from the record at log "
+        f"position {position}; not recorded\n"
+    )
+    again = ledger_store.run("ingest", write(tmp_path / "again.jsonl", *lines))
+    assert again.stdout == "recorded 0, duplicate 39, unmatched 0, conflicting 1\n"
+
+
 def test_a_write_failing_part_way_through_a_file_records_nothing(
     ledger_store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
