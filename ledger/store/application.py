@@ -753,7 +753,8 @@ class _InputPositions:
 
 
 class _KeyHeld(Exception):
-    """A job key inserted without a lookup is already in the log (Ledger._record_unlooked)."""
+    """A job key inserted without a lookup is already in the log (Ledger._record_against,
+    given no keys looked up)."""
 
 
 class _AppendConflict(Exception):
