@@ -492,9 +492,9 @@ class Ledger(Application):
         undoes both, after which the records are looked up as without it. There a lookup
         costs about 4 µs a job (500 ids a query, a round trip each), and a backfill's chunks
         after the first hold no logged key; the key rows' insert checks each key in the index
-        anyway. SQLite looks its keys up in process, for less than its savepoint costs (the
-        pages the chunk changes journaled again: 200,000 jobs took 7.25 s against 6.93, the
-        medians of six runs each)."""
+        anyway. SQLite looks its keys up in process, for less than its savepoint costs
+        (200,000 jobs took 7.25 s against 6.93, the medians of six runs each, with more time
+        in the kernel, as a savepoint's journal of the pages it changes would take)."""
         if expect_fresh and conn.config.is_postgres:
             try:
                 with conn.savepoint("unlooked_keys"):
