@@ -15,6 +15,7 @@ from typing import Any
 from uuid import UUID
 
 import pytest
+from click.testing import Result
 
 from ledger.machine import MAX_HELPERS
 from ledger.usecases import ingest as ingest_use_case
@@ -494,6 +495,25 @@ def test_repeats_and_conflicts_across_pieces_are_told_as_one_process_tells_them(
     assert result.stderr == job_1_in_the_log_and_job_5_repeated(position)
 
 
+def in_small_transactions(
+    store: Store,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    source: str,
+    lines: list[dict[str, Any]],
+) -> Result:
+    """`ingest` of `lines` in transactions of 10 jobs: from a pipe (validated first in the
+    command's process, then recorded RECORD_LINES at a time) or from a file (its first
+    HELD_LINES, 8, recorded while two helpers validate them, the rest as a pipe's)."""
+    in_processes(monkeypatch, 0 if source == "pipe" else 2)
+    monkeypatch.setattr(ingest_use_case, "HELD_LINES", 8)
+    monkeypatch.setattr(ingest_use_case, "RECORD_LINES", 10)
+    if source == "pipe":
+        text = "".join(json.dumps(line) + "\n" for line in lines)
+        return store.run("ingest", "-", input=text)
+    return store.run("ingest", write(tmp_path / "jobs.jsonl", *lines))
+
+
 @pytest.mark.parametrize("source", ["pipe", "file"])
 def test_a_repeat_in_a_later_transaction_is_told_as_one_transaction_tells_it(
     ledger_store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str
@@ -508,15 +528,8 @@ def test_a_repeat_in_a_later_transaction_is_told_as_one_transaction_tells_it(
     lines = [job(n) for n in range(1, 41)]
     lines[0] = job(1, duration=99)  # saying otherwise than the log
     lines[35] = job(5, duration=50)  # line 36: job 5 (line 5) again, saying otherwise
-    in_processes(monkeypatch, 0 if source == "pipe" else 2)
-    monkeypatch.setattr(ingest_use_case, "HELD_LINES", 8)
-    monkeypatch.setattr(ingest_use_case, "RECORD_LINES", 10)
     calls = spy_transactions(monkeypatch)
-    if source == "pipe":
-        text = "".join(json.dumps(line) + "\n" for line in lines)
-        result = ledger_store.run("ingest", "-", input=text)
-    else:
-        result = ledger_store.run("ingest", write(tmp_path / "jobs.jsonl", *lines))
+    result = in_small_transactions(ledger_store, tmp_path, monkeypatch, source, lines)
     assert result.stdout == "recorded 38, duplicate 0, unmatched 0, conflicting 2\n"
     assert result.stderr == job_1_in_the_log_and_job_5_repeated(position)
     # Job 5 and its repeat are in different transactions.
@@ -537,14 +550,7 @@ def test_a_logged_job_in_a_later_chunk_is_told_as_in_the_first(
     position = ledger_store.log_position()  # jobs 30 and 33's batch
     lines = [job(n) for n in range(1, 41)]
     lines[29] = job(30, duration=99)  # line 30: saying otherwise than the log
-    in_processes(monkeypatch, 0 if source == "pipe" else 2)
-    monkeypatch.setattr(ingest_use_case, "HELD_LINES", 8)
-    monkeypatch.setattr(ingest_use_case, "RECORD_LINES", 10)
-    if source == "pipe":
-        text = "".join(json.dumps(line) + "\n" for line in lines)
-        result = ledger_store.run("ingest", "-", input=text)
-    else:
-        result = ledger_store.run("ingest", write(tmp_path / "jobs.jsonl", *lines))
+    result = in_small_transactions(ledger_store, tmp_path, monkeypatch, source, lines)
     assert result.stdout == "recorded 38, duplicate 1, unmatched 0, conflicting 1\n"
     assert result.stderr == (
         f"fairledger: conflict: job 30 (cluster cluster) differs from the record at log "
