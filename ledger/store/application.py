@@ -581,9 +581,13 @@ class Ledger(Application):
         outcome.span = (positions[0], positions[-1])
 
     def refresh_statistics(self, read_models: Sequence[str]) -> None:
-        """After a large load: planner statistics for the log's tables and `read_models`."""
+        """After a large load: fresh planner statistics for those of the log's tables and
+        `read_models` that have outgrown theirs (Connection.outgrown_statistics): at 3M jobs,
+        analyzing every one after 200,000 more took 2.2 s of an 11.6 s ingest, for statistics
+        still within a tenth of the tables they describe."""
         conn = self.conn
-        conn.analyze([log_tables.events_table(conn), *log_tables.LOG_TABLES, *read_models])
+        tables = [log_tables.events_table(conn), *log_tables.LOG_TABLES, *read_models]
+        conn.analyze(conn.outgrown_statistics(tables))
 
     # --- the append transaction ------------------------------------------------------------------
     def _write(self, work: Callable[[Connection], T], wait: bool = True) -> T:

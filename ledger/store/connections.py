@@ -401,6 +401,26 @@ class Connection:
         if self.config.is_postgres and tables:
             self.execute(f"ANALYZE {', '.join(tables)}")
 
+    def outgrown_statistics(self, tables: Sequence[str]) -> list[str]:
+        """Of `tables`, those on PostgreSQL that have grown by the server's
+        autovacuum_analyze_scale_factor (a tenth, by default) since their statistics were
+        taken, or that have none: the rule by which autovacuum would analyze them, measured
+        in pages against the size the statistics saw (pg_class.relpages), so that loads too
+        small to count one by one still add up. None on SQLite, which keeps no statistics
+        unless ANALYZE ran once."""
+        if not self.config.is_postgres or not tables:
+            return []
+        grown = {
+            name
+            for (name,) in self.rows(
+                "SELECT t FROM unnest(?::text[]) AS t JOIN pg_class c ON c.oid = to_regclass(t) "
+                "WHERE pg_relation_size(c.oid) / current_setting('block_size')::float8 >= "
+                "c.relpages * (1 + current_setting('autovacuum_analyze_scale_factor')::float8)",
+                (list(tables),),
+            )
+        }
+        return [name for name in tables if name in grown]
+
     def duplicate_key_errors(self) -> tuple[type[BaseException], ...]:
         """What a row whose key is already there raises (insert_rows)."""
         if self.config.is_postgres:
