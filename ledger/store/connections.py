@@ -405,9 +405,9 @@ class Connection:
         """Of `tables`, those on PostgreSQL that have grown by the server's
         autovacuum_analyze_scale_factor (a tenth, by default) since their statistics were
         taken, or that have none: the rule by which autovacuum would analyze them, measured
-        in pages against the size the statistics saw (pg_class.relpages), so that loads too
-        small to count one by one still add up. None on SQLite, which keeps no statistics
-        unless ANALYZE ran once."""
+        in pages against the size the statistics saw (pg_class.relpages, which a VACUUM sets
+        too, with the row count), so that loads too small to count one by one still add up.
+        None on SQLite, which keeps no statistics unless ANALYZE ran once."""
         if not self.config.is_postgres or not tables:
             return []
         grown = {
