@@ -43,6 +43,9 @@ from projections.writers.site_tables import write_touched
 from projections.writers.tracking import PROJECTION, READ_MODEL_KEY, SITE_VERSION
 
 PAGE_SIZE = 500
+# A fold's job batches go into `jobs` together, up to this many rows an insert: a rebuild folds
+# hundreds of batches between two other events, and holds only these records meanwhile.
+JOB_ROWS_PER_INSERT = 25_000
 REBIN_KEYS = ("priority_decay_half_life",)
 
 
@@ -186,6 +189,11 @@ class _Folder:
         # Job batches folded whose period totals are not added yet, (first, last) position:
         # added before anything reads the totals (see apply), in one statement.
         self.pending_totals: tuple[int, int] | None = None
+        # Job batches folded whose rows are not in `jobs` yet, (records, position), and how
+        # many rows they hold: inserted in one go (usage_tables.insert_job_batches) before
+        # anything reads the jobs, their totals first of all.
+        self.pending_jobs: list[tuple[list[dict[str, Any]], int]] = []
+        self.pending_job_rows = 0
 
     def finish(self) -> None:
         self._add_pending_totals()
@@ -194,7 +202,14 @@ class _Folder:
         if self.jobs_since_totals is not None:
             tracking.move(self.conn, tracking.JOBS_SINCE_TOTALS_SNAPSHOT, self.jobs_since_totals)
 
+    def _insert_pending_jobs(self) -> None:
+        if self.pending_jobs:
+            usage_tables.insert_job_batches(self.conn, self.state, self.pending_jobs)
+            self.pending_jobs = []
+            self.pending_job_rows = 0
+
     def _add_pending_totals(self) -> None:
+        self._insert_pending_jobs()  # the totals are summed from them
         if self.pending_totals is not None:
             usage_tables.add_totals(self.conn, *self.pending_totals)
             self.pending_totals = None
@@ -298,7 +313,10 @@ class _Folder:
             usage_scope.write(self.conn, position, scope)
         if isinstance(event, JobLog.JobsRecorded):
             records = self.neutralized.kept(position, event.records)
-            usage_tables.insert_jobs(self.conn, self.state, records, position, totals=False)
+            self.pending_jobs.append((records, position))
+            self.pending_job_rows += len(records)
+            if self.pending_job_rows >= JOB_ROWS_PER_INSERT:
+                self._insert_pending_jobs()
             first = position if self.pending_totals is None else self.pending_totals[0]
             self.pending_totals = (first, position)
             self._count_jobs(len(records), position, event.timestamp.timestamp())

@@ -1,8 +1,8 @@
 """Ingest's bulk writes, on both stores: job rows and keys appended in bulk (COPY on
 PostgreSQL), a jobs row already present taking the old ON CONFLICT path, fresh planner
-statistics after a large load for the tables that outgrew theirs (a rebuild is one too), the
-period totals of a transaction's job batches added once, before it commits, and a backfill's
-keys inserted without a lookup on PostgreSQL."""
+statistics after a large load for the tables that outgrew theirs (a rebuild is one too), a
+fold's job batches inserted together, the period totals of a transaction's job batches added
+once, before it commits, and a backfill's keys inserted without a lookup on PostgreSQL."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from ledger.store.application import Conflict, Ledger
 from ledger.store.connections import Connection, parse_store_url
 from ledger.usecases import ingest as ingest_usecase
 from ledger.usecases.session import Session
-from projections.writers import usage_tables
+from projections.writers import runner, usage_tables
 from tests.builders import job_record, stored_record
 from tests.conftest import T0, Store
 
@@ -82,6 +82,64 @@ def test_a_jobs_row_already_there_is_kept_not_doubled(ledger_store: Store, tmp_p
         assert conn.query("SELECT njobs FROM period_totals") == totals
     finally:
         ledger.close()
+        conn.close()
+
+
+def test_job_batches_inserted_together_keep_a_repeated_jobs_first_record(
+    ledger_store: Store,
+) -> None:
+    """A fold's job batches go into `jobs` in one bulk insert. Where two of them hold the same
+    job (a log written before the key index), that insert refuses it, the rows go in one by
+    one in log order, and the first record of the job is the one kept."""
+    _site(ledger_store)
+    config = parse_store_url(ledger_store.url)
+    conn = Connection(config)
+    ledger = Ledger.open(config, conn=conn)
+    try:
+        first = [stored_record(n, username="alice") for n in (1, 2)]
+        again = [stored_record(n, username="alice", ncores=1) for n in (2, 3)]
+        conn.execute("BEGIN")
+        usage_tables.insert_job_batches(conn, ledger.state(), [(first, 998), (again, 999)])
+        rows = conn.rows("SELECT id, ncores, position FROM jobs ORDER BY id")
+        conn.execute("ROLLBACK")  # leave the ledger as it was (verify checks it)
+        assert rows == [("1", 512, 998), ("2", 512, 998), ("3", 1, 999)]
+    finally:
+        ledger.close()
+        conn.close()
+
+
+_JOB_ROWS = "SELECT * FROM jobs ORDER BY cluster, id"
+
+
+def test_a_rebuild_inserts_its_job_batches_in_parts_of_a_bounded_size(
+    ledger_store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rebuild's fold gathers the job batches it meets and inserts them together, but never
+    more rows at once than runner.JOB_ROWS_PER_INSERT: the jobs and totals it leaves are those
+    the ingest wrote."""
+    _site(ledger_store)
+    ledger_store.run("ingest", str(_jobs_file(tmp_path, range(1, 2501))))  # 1,000 a batch
+    conn = Connection(parse_store_url(ledger_store.url))
+    try:
+        jobs, totals = conn.rows(_JOB_ROWS), _totals(conn, _STORED_TOTALS)
+    finally:
+        conn.close()
+    inserted: list[list[int]] = []
+    insert_job_batches = usage_tables.insert_job_batches
+
+    def counted(conn: Connection, state: Any, batches: Any) -> None:
+        inserted.append([len(records) for records, _ in batches])
+        insert_job_batches(conn, state, batches)
+
+    monkeypatch.setattr(usage_tables, "insert_job_batches", counted)
+    monkeypatch.setattr(runner, "JOB_ROWS_PER_INSERT", 1500)
+    ledger_store.run("rebuild")
+    assert inserted == [[1000, 1000], [500]]
+    conn = Connection(parse_store_url(ledger_store.url))
+    try:
+        assert conn.rows(_JOB_ROWS) == jobs
+        assert _totals(conn, _STORED_TOTALS) == totals
+    finally:
         conn.close()
 
 
