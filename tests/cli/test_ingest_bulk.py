@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 
 from ledger.chain import record_digest
-from ledger.store import log_tables
+from ledger.errors import StoreUnavailable
+from ledger.store import connections, log_tables
 from ledger.store.application import Conflict, Ledger
-from ledger.store.connections import Connection, parse_store_url
+from ledger.store.connections import Connection, StoreConfig, parse_store_url
 from ledger.usecases import ingest as ingest_usecase
 from ledger.usecases.session import Session
 from projections.writers import runner, usage_tables
@@ -184,6 +185,54 @@ def test_a_large_load_refreshes_postgresql_statistics(
     for table in ("jobs", "job_keys"):
         assert _analyzed(ledger_store.url, table) == 1
         assert _planned_rows(ledger_store.url, table) == 11
+
+
+_ANALYZED = ("jobs", "job_keys", "period_totals")
+
+
+def _analyze_all(url: str) -> dict[str, float]:
+    """How many more times each of _ANALYZED was analyzed by one Connection.analyze of them
+    (the statistics are read once the connection has closed, which sends its counts)."""
+    before = {table: _analyzed(url, table) for table in _ANALYZED}
+    conn = Connection(parse_store_url(url))
+    try:
+        conn.analyze(list(_ANALYZED))
+    finally:
+        conn.close()
+    return {table: _analyzed(url, table) - before[table] for table in _ANALYZED}
+
+
+@pytest.mark.parametrize("store", ["postgres"], indirect=True)
+def test_an_analyze_refreshes_each_table_once_its_largest_beside_the_rest(
+    ledger_store: Store, tmp_path: Path
+) -> None:
+    """The largest table (`jobs`) is analyzed on a second connection while the first
+    analyzes the others: every table asked for is analyzed, and once."""
+    _site(ledger_store)
+    ledger_store.run("ingest", str(_jobs_file(tmp_path, range(1, 2001))))
+    assert _analyze_all(ledger_store.url) == {table: 1 for table in _ANALYZED}
+
+
+@pytest.mark.parametrize("store", ["postgres"], indirect=True)
+def test_an_analyze_with_no_second_connection_to_be_had_does_every_table_itself(
+    ledger_store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server at its limit of connections refuses the second one: the first analyzes the
+    largest table too, after the rest."""
+    _site(ledger_store)
+    ledger_store.run("ingest", str(_jobs_file(tmp_path, range(1, 2001))))
+    admin_connect = connections.postgres_admin_connect
+    refused: list[int] = []
+
+    def at_the_limit(config: StoreConfig, attempts: int = connections.CONNECT_ATTEMPTS) -> Any:
+        if attempts == 1:  # the second connection's single try
+            refused.append(attempts)
+            raise StoreUnavailable("FATAL: sorry, too many clients already")
+        return admin_connect(config, attempts)
+
+    monkeypatch.setattr(connections, "postgres_admin_connect", at_the_limit)
+    assert _analyze_all(ledger_store.url) == {table: 1 for table in _ANALYZED}
+    assert refused == [1]
 
 
 @pytest.mark.parametrize("store", ["postgres"], indirect=True)
