@@ -1,8 +1,9 @@
 """Ingest's bulk writes, on both stores: job rows and keys appended in bulk (COPY on
 PostgreSQL), a jobs row already present taking the old ON CONFLICT path, fresh planner
-statistics after a large load for the tables that outgrew theirs (a rebuild is one too), a
-fold's job batches inserted together, the period totals of a transaction's job batches added
-once, before it commits, and a backfill's keys inserted without a lookup on PostgreSQL."""
+statistics after a large load for the tables that outgrew theirs (a rebuild is one too; the
+largest analyzed on a second connection), a fold's job batches inserted together, the period
+totals of a transaction's job batches added once, before it commits, and a backfill's keys
+inserted without a lookup on PostgreSQL."""
 
 from __future__ import annotations
 
