@@ -203,47 +203,36 @@ def _analyze_all(url: str) -> dict[str, float]:
     return {table: _analyzed(url, table) - before[table] for table in _ANALYZED}
 
 
+def _single_tries(monkeypatch: pytest.MonkeyPatch, refuse: bool) -> list[int]:
+    """The PostgreSQL connections tried once only (Connection.analyze's second), as they are
+    opened; with `refuse`, each is refused as a server at its limit of connections refuses."""
+    admin_connect = connections.postgres_admin_connect
+    tried: list[int] = []
+
+    def watched(config: StoreConfig, attempts: int = connections.CONNECT_ATTEMPTS) -> Any:
+        if attempts == 1:
+            tried.append(attempts)
+            if refuse:
+                raise StoreUnavailable("FATAL: sorry, too many clients already")
+        return admin_connect(config, attempts)
+
+    monkeypatch.setattr(connections, "postgres_admin_connect", watched)
+    return tried
+
+
 @pytest.mark.parametrize("store", ["postgres"], indirect=True)
-def test_an_analyze_refreshes_each_table_once_its_largest_beside_the_rest(
-    ledger_store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("refuse", [False, True], ids=["beside", "refused"])
+def test_an_analyze_refreshes_each_table_once_its_largest_on_a_second_connection(
+    ledger_store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, refuse: bool
 ) -> None:
     """The largest table (`jobs`) is analyzed on a second connection, tried once, while the
-    first analyzes the others: every table asked for is analyzed, and once."""
+    first analyzes the others; where the server refuses that connection (at its limit), the
+    first analyzes the largest too. Either way every table asked for is analyzed, and once."""
     _site(ledger_store)
     ledger_store.run("ingest", str(_jobs_file(tmp_path, range(1, 2001))))
-    admin_connect = connections.postgres_admin_connect
-    single_tries: list[int] = []
-
-    def counted(config: StoreConfig, attempts: int = connections.CONNECT_ATTEMPTS) -> Any:
-        if attempts == 1:
-            single_tries.append(attempts)
-        return admin_connect(config, attempts)
-
-    monkeypatch.setattr(connections, "postgres_admin_connect", counted)
+    tried = _single_tries(monkeypatch, refuse)
     assert _analyze_all(ledger_store.url) == {table: 1 for table in _ANALYZED}
-    assert single_tries == [1]
-
-
-@pytest.mark.parametrize("store", ["postgres"], indirect=True)
-def test_an_analyze_with_no_second_connection_to_be_had_does_every_table_itself(
-    ledger_store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A server at its limit of connections refuses the second one: the first analyzes the
-    largest table too, after the rest."""
-    _site(ledger_store)
-    ledger_store.run("ingest", str(_jobs_file(tmp_path, range(1, 2001))))
-    admin_connect = connections.postgres_admin_connect
-    refused: list[int] = []
-
-    def at_the_limit(config: StoreConfig, attempts: int = connections.CONNECT_ATTEMPTS) -> Any:
-        if attempts == 1:  # the second connection's single try
-            refused.append(attempts)
-            raise StoreUnavailable("FATAL: sorry, too many clients already")
-        return admin_connect(config, attempts)
-
-    monkeypatch.setattr(connections, "postgres_admin_connect", at_the_limit)
-    assert _analyze_all(ledger_store.url) == {table: 1 for table in _ANALYZED}
-    assert refused == [1]
+    assert tried == [1]
 
 
 @pytest.mark.parametrize("store", ["postgres"], indirect=True)
