@@ -495,44 +495,35 @@ class Ledger(Application):
         anyway. SQLite looks its keys up in process, for less than its savepoint costs
         (200,000 jobs took 7.25 s against 6.93, the medians of six runs each, with more time
         in the kernel, as a savepoint's journal of the pages it changes would take)."""
+
+        def against(logged: dict[tuple[str, str], tuple[str, int]] | None) -> Recorded:
+            # Against `logged`, the keys the log holds, or None where they were not looked
+            # up: then only a repeat within `records` is told apart here, and a key the log
+            # holds raises _KeyHeld before anything is linked or projected.
+            outcome = Recorded(fresh=not logged)
+            known = logged or {}
+            fresh: dict[tuple[str, str], tuple[dict[str, Any], str]] = {}
+            for record, digest in zip(records, digests, strict=True):
+                key = job_key(record)
+                earlier = known.get(key) or ((fresh[key][1], 0) if key in fresh else None)
+                if earlier is None:
+                    fresh[key] = (record, digest)
+                elif earlier[0] == digest:
+                    outcome.duplicate += 1
+                else:
+                    position = earlier[1]
+                    outcome.conflicts.append(Conflict(key, 0 if own.holds(position) else position))
+            kept = list(fresh.values())
+            self._append_jobs(conn, kept, reason, source, outcome, unlooked=logged is None)
+            return outcome
+
         if expect_fresh and conn.config.is_postgres:
             try:
                 with conn.savepoint("unlooked_keys"):
-                    return self._record_against(conn, records, digests, reason, source, own, None)
+                    return against(None)
             except _KeyHeld:
                 pass
-        logged = log_tables.known_keys(conn, [job_key(r) for r in records])
-        return self._record_against(conn, records, digests, reason, source, own, logged)
-
-    def _record_against(
-        self,
-        conn: Connection,
-        records: list[dict[str, Any]],
-        digests: Sequence[str],
-        reason: str,
-        source: dict[str, Any] | None,
-        own: _InputPositions,
-        logged: dict[tuple[str, str], tuple[str, int]] | None,
-    ) -> Recorded:
-        """_record_fresh against `logged`, the keys the log holds, or None where they were not
-        looked up: then only a repeat within `records` is told apart here, and a key the log
-        holds raises _KeyHeld before anything is linked or projected."""
-        outcome = Recorded(fresh=not logged)
-        known = logged or {}
-        fresh: dict[tuple[str, str], tuple[dict[str, Any], str]] = {}
-        for record, digest in zip(records, digests, strict=True):
-            key = job_key(record)
-            earlier = known.get(key) or ((fresh[key][1], 0) if key in fresh else None)
-            if earlier is None:
-                fresh[key] = (record, digest)
-            elif earlier[0] == digest:
-                outcome.duplicate += 1
-            else:
-                position = earlier[1]
-                outcome.conflicts.append(Conflict(key, 0 if own.holds(position) else position))
-        kept = list(fresh.values())
-        self._append_jobs(conn, kept, reason, source, outcome, unlooked=logged is None)
-        return outcome
+        return against(log_tables.known_keys(conn, [job_key(r) for r in records]))
 
     def _append_jobs(
         self,
@@ -757,8 +748,8 @@ class _InputPositions:
 
 
 class _KeyHeld(Exception):
-    """A job key inserted without a lookup is already in the log (Ledger._record_against,
-    given no keys looked up)."""
+    """A job key inserted without a lookup is already in the log (Ledger._record_fresh, with
+    `expect_fresh`)."""
 
 
 class _AppendConflict(Exception):
