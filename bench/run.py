@@ -60,6 +60,7 @@ from bench.generate import (
     write_jobs,
     write_sacct_jobs,
 )
+from bench.process_cpu import OwnCpu
 from bench.source import fairledger_command, measure_this_tree
 from bench.targets import DEFAULT_PG_URL, INGEST_TARGET
 from ledger.store.connections import Connection, parse_store_url
@@ -99,6 +100,7 @@ class Step:
     stderr: str
     cpu: float = 0.0  # the command's processes: user + system seconds
     machine_cpu: float = 0.0  # every CPU of the machine, busy seconds over the same wall
+    own_cpu: float | None = None  # the command's own process, its helpers left out (process_cpu)
 
     @property
     def rss_mib(self) -> float | None:
@@ -215,8 +217,10 @@ class Cli:
                 popen = subprocess.Popen(
                     timed, stdout=out, stderr=err, env=self.env, start_new_session=True
                 )
+                own = OwnCpu(popen.pid, wrapped=timed is not argv).start()
                 usage, stalled = self._wait(popen)
                 wall = time.perf_counter() - started
+                own_cpu = own.stop()
                 machine_cpu = machine_busy_seconds() - busy_before
             rss = _read_time_rss(rss_path) if self.time_bin else int(usage.ru_maxrss)
             stdout = out_path.read_text(errors="replace")
@@ -232,7 +236,7 @@ class Cli:
                 f"stdout: {stdout.strip()}\nstderr: {stderr.strip()}"
             )
         cpu = usage.ru_utime + usage.ru_stime  # os.wait4's: the child and what it reaped
-        return Step(name, wall, rss, stdout, stderr, cpu, machine_cpu)
+        return Step(name, wall, rss, stdout, stderr, cpu, machine_cpu, own_cpu)
 
     def _wait(self, popen: subprocess.Popen[bytes]) -> tuple[Any, str | None]:
         """Wait for the child (os.wait4: its own rusage) while a watchdog thread kills it if
@@ -295,11 +299,26 @@ def cpu_per_job(steps: list[Step], jobs: int, cpus: int) -> str:
     """The CPU an ingest took per job, its command's and the rest of the machine's (on
     PostgreSQL, mostly its server; the bench's own watchdog is a little of it), and the rate
     that CPU would allow if every CPU were kept busy: the bound that no overlap of client and
-    server can pass."""
+    server can pass. Where the command's own process was read (process_cpu), its CPU is split
+    into the process's and its helpers', and the process's and the rest's together are set
+    against the wall: they are the recording chain, the process and its server taking turns
+    on one transaction while the helpers validate beside them, so where they fill the wall,
+    that chain is what bounds the ingest."""
     client = sum(step.cpu for step in steps) / jobs
     rest = max(0.0, sum(step.machine_cpu for step in steps) / jobs - client)
     bound = cpus / (client + rest) if client + rest > 0 else math.inf
-    return f"{client * 1e6:.1f} + {rest * 1e6:.1f} µs (≤ {bound:,.0f} jobs/s on {cpus} CPUs)"
+    allowed = f"(≤ {bound:,.0f} jobs/s on {cpus} CPUs)"
+    owns = [step.own_cpu for step in steps if step.own_cpu is not None]
+    if len(owns) < len(steps):
+        return f"{client * 1e6:.1f} + {rest * 1e6:.1f} µs {allowed}"
+    own = sum(owns) / jobs
+    helpers = max(0.0, client - own)
+    wall = sum(step.wall for step in steps) / jobs
+    return (
+        f"{own * 1e6:.1f} (its process) + {helpers * 1e6:.1f} (its helpers) + {rest * 1e6:.1f} µs "
+        f"{allowed}; the process and the rest: {(own + rest) * 1e6:.1f} µs against a wall of "
+        f"{wall * 1e6:.1f} µs"
+    )
 
 
 def _read_time_rss(path: Path) -> int | None:
@@ -664,7 +683,8 @@ def rows(n_jobs: int, n_assoc: int, n_extra: int) -> list[tuple[str, str, str]]:
         ),
         (
             "ingest-cpu",
-            "ingest CPU per job: the command + the rest of the machine (PG: its server)",
+            "ingest CPU per job: the command (its process + its helpers) + the rest of the "
+            "machine (PG: its server); the process and the rest against the wall",
             "",
         ),
         *ingest_ceiling.rows(),

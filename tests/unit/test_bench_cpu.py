@@ -2,16 +2,27 @@
 job, and the rate that CPU allows when every CPU is kept busy."""
 
 import os
+import subprocess
+import sys
+import textwrap
 
 import pytest
 
 import bench.run
+from bench.process_cpu import OwnCpu
 from bench.run import Step, cpu_per_job
 
 
-def step(cpu: float, machine_cpu: float) -> Step:
+def step(cpu: float, machine_cpu: float, own_cpu: float | None = None, wall: float = 1.0) -> Step:
     return Step(
-        "ingest", wall=1.0, rss_kib=None, stdout="", stderr="", cpu=cpu, machine_cpu=machine_cpu
+        "ingest",
+        wall=wall,
+        rss_kib=None,
+        stdout="",
+        stderr="",
+        cpu=cpu,
+        machine_cpu=machine_cpu,
+        own_cpu=own_cpu,
     )
 
 
@@ -27,6 +38,57 @@ def test_a_machine_that_was_busier_than_the_command_never_gives_a_negative_rest(
     assert cpu_per_job([step(1.0, 0.99)], 100_000, 2) == (
         "10.0 + 0.0 µs (≤ 200,000 jobs/s on 2 CPUs)"
     )
+
+
+def test_the_commands_cpu_splits_into_its_process_and_helpers_and_the_chain_meets_the_wall() -> (
+    None
+):
+    # 100,000 jobs in 3 s: the command 3.0 s of CPU, 1.1 s of it its own process; the machine
+    # 4.6 s busy. The process and the rest (its server) took 27 µs a job of a 30 µs wall.
+    assert cpu_per_job([step(3.0, 4.6, own_cpu=1.1, wall=3.0)], 100_000, 2) == (
+        "11.0 (its process) + 19.0 (its helpers) + 16.0 µs (≤ 43,478 jobs/s on 2 CPUs); "
+        "the process and the rest: 27.0 µs against a wall of 30.0 µs"
+    )
+
+
+def test_a_run_whose_process_was_not_read_gives_the_commands_cpu_whole() -> None:
+    steps = [step(3.0, 4.5, own_cpu=1.0), step(3.05, 4.75)]
+    assert cpu_per_job(steps, 200_000, 2) == "30.2 + 16.0 µs (≤ 43,243 jobs/s on 2 CPUs)"
+
+
+# A process that burns CPU itself, then starts a child that burns more, waits for it, and
+# sleeps (so that the last reading comes after all its work); it prints its own CPU time.
+_BURNER = textwrap.dedent(
+    """
+    import subprocess, sys, time
+    def burn(seconds):
+        end = time.process_time() + seconds
+        while time.process_time() < end:
+            pass
+    burn(0.3)
+    subprocess.run([sys.executable, "-c", sys.argv[1]], check=True)
+    print(time.process_time(), flush=True)
+    time.sleep(0.3)
+    """
+)
+_CHILD = "import time\nend = time.process_time() + 0.6\nwhile time.process_time() < end: pass"
+
+
+@pytest.mark.parametrize("wrapped", [False, True], ids=["alone", "under-a-parent"])
+def test_a_commands_own_cpu_leaves_its_helpers_out(wrapped: bool) -> None:
+    command = [sys.executable, "-c", _BURNER, _CHILD]
+    if wrapped:  # as /usr/bin/time runs it: the command is the first child
+        command = [sys.executable, "-c", "import subprocess, sys; subprocess.run(sys.argv[1:])"] + (
+            command
+        )
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    own = OwnCpu(proc.pid, wrapped=wrapped).start()
+    out, _ = proc.communicate()
+    seen = own.stop()
+    assert seen is not None
+    # Its own 0.3 s and its start-up, read to the clock tick; not the child's 0.6 s.
+    assert abs(seen - float(out)) <= 0.05
+    assert seen < 0.6
 
 
 def test_the_reference_loop_runs_pinned_to_each_cpu_in_turn_and_the_process_is_set_free(
