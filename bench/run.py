@@ -683,8 +683,7 @@ def rows(n_jobs: int, n_assoc: int, n_extra: int) -> list[tuple[str, str, str]]:
         ),
         (
             "ingest-cpu",
-            "ingest CPU per job: the command (its process + its helpers) + the rest of the "
-            "machine (PG: its server); the process and the rest against the wall",
+            "ingest CPU per job: process + helpers + rest (PG: server); process + rest vs wall",
             "",
         ),
         *ingest_ceiling.rows(),

@@ -1,12 +1,14 @@
 """The bench's CPU split of an ingest: what the command and the rest of the machine took per
 job, and the rate that CPU allows when every CPU is kept busy."""
 
+import io
 import os
 import subprocess
 import sys
 import textwrap
 
 import pytest
+from rich.console import Console
 
 import bench.run
 from bench.process_cpu import OwnCpu
@@ -143,3 +145,20 @@ def test_where_a_cpu_cannot_be_pinned_the_loop_runs_once_unpinned(
     assert bench.run.reference_loops() == {-1: 0.4}
     # The first CPU's loop, then the unpinned one, once the process was free again.
     assert seen == [{min(allowed)}, allowed]
+
+
+def test_the_reports_150_columns_show_every_measures_label_and_values_whole() -> None:
+    # The measure column is not wrapped: a label too long squeezes the stores' columns to
+    # nothing, and the report, written 150 columns wide, then shows no figure at all.
+    results = [bench.run.StoreResult("sqlite"), bench.run.StoreResult("postgres")]
+    rows = bench.run.rows(1_000_000, 10_000, 10_000)
+    for result in results:
+        for key, _label, _target in rows:
+            result.add(key, "123,456 jobs/s")
+    buffer = io.StringIO()
+    Console(file=buffer, width=150, no_color=True).print(
+        bench.run.make_table(results, 1_000_000, 10_000, 10_000, "")
+    )
+    shown = buffer.getvalue()
+    assert shown.count("123,456 jobs/s") == 2 * len(rows)
+    assert all(label in shown for _key, label, _target in rows)
