@@ -218,6 +218,7 @@ class Cli:
                 popen = subprocess.Popen(
                     timed, stdout=out, stderr=err, env=self.env, start_new_session=True
                 )
+                # Under /usr/bin/time (timed is then another list) the command is its child.
                 own = OwnCpu(popen.pid, wrapped=timed is not argv).start()
                 usage, stalled = self._wait(popen)
                 wall = time.perf_counter() - started

@@ -70,7 +70,7 @@ _BURNER = textwrap.dedent(
     burn(0.3)
     subprocess.run([sys.executable, "-c", sys.argv[1]], check=True)
     print(time.process_time(), flush=True)
-    time.sleep(0.3)
+    time.sleep(0.5)
     """
 )
 _CHILD = "import time\nend = time.process_time() + 0.6\nwhile time.process_time() < end: pass"
