@@ -17,23 +17,38 @@ from pathlib import Path
 SAMPLE_SECONDS = 0.05
 
 
-def own_cpu_seconds(pid: int) -> float | None:
-    """utime + stime of process `pid` alone, not its children; None once it is gone."""
+def cpu_ticks(pid: int) -> int | None:
+    """utime + stime of process `pid` alone, not its children, in clock ticks; None once it
+    is gone."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return int(fields[11]) + int(fields[12])
     except (OSError, IndexError, ValueError):
         return None
+
+
+def own_cpu_seconds(pid: int) -> float | None:
+    """cpu_ticks in seconds."""
+    ticks = cpu_ticks(pid)
+    return None if ticks is None else ticks / os.sysconf("SC_CLK_TCK")
+
+
+def children(pid: int) -> list[int]:
+    """The child processes of `pid`, started by any of its threads; none once it is gone."""
+    found: list[int] = []
+    try:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            found.extend(int(child) for child in (task / "children").read_text().split())
+    except (OSError, ValueError):
+        return found
+    return found
 
 
 def first_child(pid: int) -> int | None:
     """The first child process of `pid` (the command under /usr/bin/time); None while it has
     none."""
-    try:
-        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    except OSError:
-        return None
-    return int(children[0]) if children else None
+    found = children(pid)
+    return found[0] if found else None
 
 
 class OwnCpu:

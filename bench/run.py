@@ -61,7 +61,7 @@ from bench.generate import (
     write_jobs,
     write_sacct_jobs,
 )
-from bench.process_cpu import OwnCpu
+from bench.process_cpu import OwnCpu, children, cpu_ticks
 from bench.source import fairledger_command, measure_this_tree
 from bench.targets import DEFAULT_PG_URL, INGEST_TARGET
 from ledger.store.connections import Connection, parse_store_url
@@ -287,13 +287,11 @@ def _tree_cpu_ticks(pid: int) -> int:
     total, todo = 0, [pid]
     while todo:
         current = todo.pop()
-        try:
-            fields = Path(f"/proc/{current}/stat").read_text().rsplit(")", 1)[1].split()
-            total += int(fields[11]) + int(fields[12])
-            for task in Path(f"/proc/{current}/task").iterdir():
-                todo.extend(int(c) for c in (task / "children").read_text().split())
-        except (OSError, IndexError, ValueError):
+        ticks = cpu_ticks(current)
+        if ticks is None:
             continue
+        total += ticks
+        todo.extend(children(current))
     return total
 
 
