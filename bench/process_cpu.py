@@ -17,12 +17,15 @@ from pathlib import Path
 SAMPLE_SECONDS = 0.05
 
 
-def cpu_ticks(pid: int) -> int | None:
+def cpu_ticks(pid: int, reaped: bool = False) -> int | None:
     """utime + stime of process `pid` alone, not its children, in clock ticks; None once it
-    is gone."""
+    is gone. With `reaped`, also what its children that ended and were waited for took (cutime
+    + cstime), which their own readings no longer give: summed over a process tree, that is
+    all the CPU the tree has taken, which never falls when a helper ends."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return int(fields[11]) + int(fields[12])
+        own = int(fields[11]) + int(fields[12])
+        return own + int(fields[13]) + int(fields[14]) if reaped else own
     except (OSError, IndexError, ValueError):
         return None
 

@@ -283,11 +283,13 @@ class Cli:
 
 
 def _tree_cpu_ticks(pid: int) -> int:
-    """utime + stime of a process and its descendants (Linux /proc)."""
+    """The CPU a process and its descendants have taken (Linux /proc), those that ended
+    included: without them, an ingest whose helpers ended after validating a 10M-job backfill
+    fell back by their minutes of CPU, and the watchdog killed it as hung while it recorded."""
     total, todo = 0, [pid]
     while todo:
         current = todo.pop()
-        ticks = cpu_ticks(current)
+        ticks = cpu_ticks(current, reaped=True)
         if ticks is None:
             continue
         total += ticks
