@@ -39,20 +39,20 @@ _CHILD = textwrap.dedent(
 )
 
 
-def _start(child: float, after: float) -> subprocess.Popen[bytes]:
+def _start(child: float, after: float, stdout: int = subprocess.DEVNULL) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [sys.executable, "-c", _PARENT, str(child), str(after), _CHILD],
-        stdout=subprocess.PIPE,
+        stdout=stdout,
         start_new_session=True,  # as Cli.run starts a step: the watchdog kills its group
     )
 
 
 def test_a_trees_cpu_keeps_what_its_ended_children_took() -> None:
-    proc = _start(0.6, -1.0)
+    proc = _start(0.6, -1.0, stdout=subprocess.PIPE)
     assert proc.stdout is not None
     assert proc.stdout.readline() == b"reaped\n"
     ticks = bench.run._tree_cpu_ticks(proc.pid)
-    proc.wait()
+    proc.communicate()
     # The child's 0.6 s, though it has ended: its own reading is gone with it.
     assert ticks >= 0.55 * os.sysconf("SC_CLK_TCK")
 
