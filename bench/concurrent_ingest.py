@@ -1,7 +1,7 @@
 """Four ingesters at once on PostgreSQL, one per cluster, against one ingester of the same jobs.
 
     .venv/bin/python -m bench.concurrent_ingest [--jobs N] [--associations A] [--ingesters K]
-                                                [--pg-url URL]
+                                                [--pg-url URL] [--separate]
 
 Each run gets a fresh schema (create-db, the bank tree and the associations through the API, as
 bench.run builds them). The same N generated jobs are split by job order into K files, each
@@ -10,6 +10,10 @@ sacct or Flux output); first one `fairledger ingest` records them all from one f
 second fresh ledger K `fairledger ingest` processes start together, one file each. Each rate is
 N over the wall time until the last ingester ends, and each ledger is then counted: N jobs in
 the log's key index and in the jobs table, none lost and none twice.
+
+With --separate (always in bench.run's row), the K files then go at once into K fresh ledgers,
+one each, which share no lock, stream, chain, table or index: the rate a stream per cluster
+could reach at best on this machine, beside what the one stream gives.
 """
 
 from __future__ import annotations
@@ -129,6 +133,38 @@ def concurrent_ingesters(base: str, spec: SiteSpec, paths: list[str]) -> Run:
         _drop(base, schema)
 
 
+def separate_ledgers(base: str, spec: SiteSpec, paths: list[str]) -> Run:
+    """The K files at once, each into a ledger of its own: no lock, stream, chain, table or
+    index shared between them. No design that keeps one ledger per site shares less, so this
+    rate is the bound a stream per cluster (each with its own lock) could reach here."""
+    ledgers: list[tuple[str, str]] = []
+    try:
+        for _path in paths:
+            ledgers.append(_fresh_ledger(base, spec))
+        started, busy = time.perf_counter(), machine_busy_seconds()
+        procs = [
+            subprocess.Popen(
+                _fairledger(url, "ingest", path), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+            )
+            for (url, _schema), path in zip(ledgers, paths, strict=True)
+        ]
+        for proc in procs:
+            _out, err = proc.communicate()
+            if proc.returncode != 0:
+                raise RuntimeError(f"an ingester failed: {err.decode(errors='replace').strip()}")
+        wall = time.perf_counter() - started
+        counts = [_counted(url) for url, _schema in ledgers]
+        return Run(
+            wall,
+            machine_busy_seconds() - busy,
+            sum(keys for keys, _rows in counts),
+            sum(rows for _keys, rows in counts),
+        )
+    finally:
+        for _url, schema in ledgers:
+            _drop(base, schema)
+
+
 CONCURRENT_JOBS = 400_000  # enough that start-up is a small part of each ingester's time
 
 
@@ -151,9 +187,12 @@ def measure(pg_url: str, spec: SiteSpec, jobs: int, ingesters: int = 4) -> tuple
         paths = split_by_cluster(whole, folder, ingesters)
         single = one_ingester(base, spec, paths, folder)
         together = concurrent_ingesters(base, spec, paths)
-    whole_count = together.jobs == together.rows == jobs and single.jobs == single.rows == jobs
+        apart = separate_ledgers(base, spec, paths)
+    whole_count = all(run.jobs == run.rows == jobs for run in (single, together, apart))
     text = (
-        f"{single.wall / together.wall:.2f}× ({together.shown(jobs)}; one: {single.shown(jobs)}"
+        f"{single.wall / together.wall:.2f}× ({together.shown(jobs)}; one: {single.shown(jobs)}; "
+        f"the bound of a stream per cluster, each into a ledger of its own: "
+        f"{single.wall / apart.wall:.2f}×, {apart.shown(jobs)}"
         f"{'' if whole_count else '; WRONG COUNT'})"
     )
     return text, whole_count and together.wall <= single.wall
@@ -166,6 +205,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--associations", type=int, default=10_000)
     parser.add_argument("--ingesters", type=int, default=4)
     parser.add_argument("--pg-url", default=DEFAULT_PG_URL)
+    parser.add_argument(
+        "--separate",
+        action="store_true",
+        help="also the K files at once into K ledgers of their own: the bound a stream per "
+        "cluster could reach on this machine",
+    )
     args = parser.parse_args(argv)
     base = args.pg_url.split("?")[0]
     spec = site_spec(args.associations)
@@ -175,8 +220,12 @@ def main(argv: list[str] | None = None) -> int:
         paths = split_by_cluster(whole, folder, args.ingesters)
         single = one_ingester(base, spec, paths, folder)
         together = concurrent_ingesters(base, spec, paths)
+        apart = separate_ledgers(base, spec, paths) if args.separate else None
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    for label, run in (("1 ingester", single), (f"{args.ingesters} ingesters", together)):
+    runs = [("1 ingester", single), (f"{args.ingesters} ingesters", together)]
+    if apart is not None:
+        runs.append((f"{args.ingesters} ingesters into {args.ingesters} ledgers", apart))
+    for label, run in runs:
         whole_count = run.jobs == run.rows == args.jobs
         print(
             f"{label}: {args.jobs:,} jobs in {run.wall:.2f} s = {run.shown(args.jobs)}; "
@@ -188,6 +237,12 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.ingesters} concurrent ingesters reach {single.wall / together.wall:.2f}× one "
         f"ingester's rate: target ≥ 1.00× {'✓' if ok else '✗'}"
     )
+    if apart is not None:
+        print(
+            f"{args.ingesters} ingesters into ledgers of their own reach "
+            f"{single.wall / apart.wall:.2f}× one ingester's rate: the bound of a stream per "
+            "cluster here"
+        )
     return 0 if ok else 1
 
 
