@@ -51,7 +51,7 @@ from rich.console import Console
 from rich.table import Table
 
 from bench import concurrent_ingest, cron_bench, ingest_ceiling, startup
-from bench.busy import machine_busy_seconds
+from bench.busy import machine_busy_seconds, read_stolen_and_total_ticks, stolen_share_text
 from bench.generate import (
     EPOCH,
     WEEK,
@@ -953,6 +953,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     load_before = _load()
     loops_before = reference_loops()
+    stolen_before = read_stolen_and_total_ticks()
     code, digest = _code_version(), _source_digest()
     data_dir = tempfile.mkdtemp(prefix="fairledger-bench-data-")
     try:
@@ -1008,6 +1009,7 @@ def main(argv: list[str] | None = None) -> int:
         f"Python {platform.python_version()}, {_server_versions(args.pg_url, args.stores)}.",
         f"Code: {code}, sources {digest}.",
         loops_text(loops_before, reference_loops()),
+        stolen_share_text(stolen_before, read_stolen_and_total_ticks()),
     ]
     if _source_digest() != digest:
         caption.append(
