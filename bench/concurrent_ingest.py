@@ -56,6 +56,18 @@ def _fairledger(url: str, *args: str, now: float = NOW) -> list[str]:
     return fairledger(url, *args, now=now)
 
 
+def _ended(procs: list[subprocess.Popen[bytes]]) -> None:
+    """Every ingester waited for, then the first failure raised: a ledger is dropped only once
+    nothing writes to it any more, and no ingester is left running."""
+    failures = []
+    for proc in procs:
+        _out, err = proc.communicate()
+        if proc.returncode != 0:
+            failures.append(err.decode(errors="replace").strip())
+    if failures:
+        raise RuntimeError(f"an ingester failed: {failures[0]}")
+
+
 def _fresh_ledger(base: str, spec: SiteSpec) -> tuple[str, str]:
     schema = f"bench_{secrets.token_hex(4)}"
     url = f"{base}?schema={schema}"
@@ -119,14 +131,11 @@ def concurrent_ingesters(base: str, spec: SiteSpec, paths: list[str]) -> Run:
         started, busy = time.perf_counter(), machine_busy_seconds()
         procs = [
             subprocess.Popen(
-                _fairledger(url, "ingest", path), stdout=subprocess.PIPE, stderr=subprocess.PIPE
+                _fairledger(url, "ingest", path), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
             )
             for path in paths
         ]
-        for proc in procs:
-            _out, err = proc.communicate()
-            if proc.returncode != 0:
-                raise RuntimeError(f"an ingester failed: {err.decode(errors='replace').strip()}")
+        _ended(procs)
         wall = time.perf_counter() - started
         return Run(wall, machine_busy_seconds() - busy, *_counted(url))
     finally:
@@ -148,10 +157,7 @@ def separate_ledgers(base: str, spec: SiteSpec, paths: list[str]) -> Run:
             )
             for (url, _schema), path in zip(ledgers, paths, strict=True)
         ]
-        for proc in procs:
-            _out, err = proc.communicate()
-            if proc.returncode != 0:
-                raise RuntimeError(f"an ingester failed: {err.decode(errors='replace').strip()}")
+        _ended(procs)
         wall = time.perf_counter() - started
         counts = [_counted(url) for url, _schema in ledgers]
         return Run(
