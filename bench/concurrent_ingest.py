@@ -56,9 +56,18 @@ def _fairledger(url: str, *args: str, now: float = NOW) -> list[str]:
     return fairledger(url, *args, now=now)
 
 
-def _ended(procs: list[subprocess.Popen[bytes]]) -> None:
-    """Every ingester waited for, then the first failure raised: a ledger is dropped only once
-    nothing writes to it any more, and no ingester is left running."""
+def _at_once(ingests: list[tuple[str, str]]) -> tuple[float, float]:
+    """`fairledger ingest PATH` into each (ledger URL, PATH), all started together: (wall
+    seconds until the last ends, the machine's busy CPU seconds meanwhile). Every ingester is
+    waited for before the first failure is raised: a ledger is dropped only once nothing
+    writes to it any more, and no ingester is left running."""
+    started, busy = time.perf_counter(), machine_busy_seconds()
+    procs = [
+        subprocess.Popen(
+            _fairledger(url, "ingest", path), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
+        for url, path in ingests
+    ]
     failures = []
     for proc in procs:
         _out, err = proc.communicate()
@@ -66,6 +75,7 @@ def _ended(procs: list[subprocess.Popen[bytes]]) -> None:
             failures.append(err.decode(errors="replace").strip())
     if failures:
         raise RuntimeError(f"an ingester failed: {failures[0]}")
+    return time.perf_counter() - started, machine_busy_seconds() - busy
 
 
 def _fresh_ledger(base: str, spec: SiteSpec) -> tuple[str, str]:
@@ -117,10 +127,8 @@ def one_ingester(base: str, spec: SiteSpec, paths: list[str], folder: str) -> Ru
                 out.write(part.read())
     url, schema = _fresh_ledger(base, spec)
     try:
-        started, busy = time.perf_counter(), machine_busy_seconds()
-        subprocess.run(_fairledger(url, "ingest", together), check=True, capture_output=True)
-        wall = time.perf_counter() - started
-        return Run(wall, machine_busy_seconds() - busy, *_counted(url))
+        wall, busy = _at_once([(url, together)])
+        return Run(wall, busy, *_counted(url))
     finally:
         _drop(base, schema)
 
@@ -128,16 +136,8 @@ def one_ingester(base: str, spec: SiteSpec, paths: list[str], folder: str) -> Ru
 def concurrent_ingesters(base: str, spec: SiteSpec, paths: list[str]) -> Run:
     url, schema = _fresh_ledger(base, spec)
     try:
-        started, busy = time.perf_counter(), machine_busy_seconds()
-        procs = [
-            subprocess.Popen(
-                _fairledger(url, "ingest", path), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-            )
-            for path in paths
-        ]
-        _ended(procs)
-        wall = time.perf_counter() - started
-        return Run(wall, machine_busy_seconds() - busy, *_counted(url))
+        wall, busy = _at_once([(url, path) for path in paths])
+        return Run(wall, busy, *_counted(url))
     finally:
         _drop(base, schema)
 
@@ -150,19 +150,13 @@ def separate_ledgers(base: str, spec: SiteSpec, paths: list[str]) -> Run:
     try:
         for _path in paths:
             ledgers.append(_fresh_ledger(base, spec))
-        started, busy = time.perf_counter(), machine_busy_seconds()
-        procs = [
-            subprocess.Popen(
-                _fairledger(url, "ingest", path), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-            )
-            for (url, _schema), path in zip(ledgers, paths, strict=True)
-        ]
-        _ended(procs)
-        wall = time.perf_counter() - started
+        wall, busy = _at_once(
+            [(url, path) for (url, _schema), path in zip(ledgers, paths, strict=True)]
+        )
         counts = [_counted(url) for url, _schema in ledgers]
         return Run(
             wall,
-            machine_busy_seconds() - busy,
+            busy,
             sum(keys for keys, _rows in counts),
             sum(rows for _keys, rows in counts),
         )
