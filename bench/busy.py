@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
-from ledger.machine import cpu_times_of
+from ledger.machine import cpu_counts_of, cpu_times_of
 
 
 def machine_busy_seconds() -> float:
@@ -27,12 +27,10 @@ def stolen_and_total_ticks(lines: Iterable[str]) -> tuple[int, int] | None:
     """(steal, all) clock ticks of every CPU since boot, from /proc/stat's `lines` (its "cpu"
     line): steal is the time the hypervisor gave this machine's CPUs to another guest while
     they had work, which no reference loop taken before or after a run sees."""
-    for line in lines:
-        name, *ticks = line.split()
-        if name == "cpu":
-            counts = [int(t) for t in ticks[:8]]  # user ... steal; the guests are in user
-            return (counts[7], sum(counts)) if len(counts) == 8 else None
-    return None
+    counted = cpu_counts_of(lines, {"cpu"})
+    if not counted or len(counted[0]) < 8:
+        return None
+    return counted[0][7], sum(counted[0])
 
 
 def read_stolen_and_total_ticks() -> tuple[int, int] | None:

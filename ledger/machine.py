@@ -64,17 +64,24 @@ def _cpu_times(cpus: list[int]) -> tuple[int, int] | None:
         return None
 
 
+def cpu_counts_of(lines: Iterable[str], names: set[str]) -> list[list[int]]:
+    """The clock ticks of /proc/stat's lines named in `names` ("cpu" for all CPUs, "cpu0"...),
+    each line's user, nice, system, idle, iowait, irq, softirq and steal, in that order (the
+    guests' time is in user already)."""
+    found = []
+    for line in lines:
+        name, *ticks = line.split()
+        if name in names:
+            found.append([int(t) for t in ticks[:8]])
+    return found
+
+
 def cpu_times_of(lines: Iterable[str], cpus: list[int]) -> tuple[int, int] | None:
     """_cpu_times from /proc/stat's `lines`: idle and waiting on I/O count as idle; None when
     none of `cpus` is there."""
-    wanted = {f"cpu{n}" for n in cpus}
-    idle = total = 0
-    for line in lines:
-        name, *ticks = line.split()
-        if name in wanted:
-            counts = [int(t) for t in ticks[:8]]  # user ... steal; the guests are in user
-            idle += counts[3] + counts[4]
-            total += sum(counts)
+    counted = cpu_counts_of(lines, {f"cpu{n}" for n in cpus})
+    idle = sum(counts[3] + counts[4] for counts in counted)
+    total = sum(sum(counts) for counts in counted)
     return (idle, total) if total else None
 
 
