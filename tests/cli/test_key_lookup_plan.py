@@ -6,6 +6,7 @@ no row, and an earlier form of the query was then planned as a scan of all the c
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,21 +16,20 @@ from ledger.store import log_tables
 from ledger.store.connections import Connection, parse_store_url
 from tests.templates import drop_schema
 
-SCHEMA = "t_key_lookup_plan"
-
 
 @pytest.fixture
 def conn(server: str) -> Iterator[Connection]:
-    drop_schema(server, SCHEMA)
-    connection = Connection(parse_store_url(f"{server}?schema={SCHEMA}"))
-    connection.raw.execute(f'CREATE SCHEMA "{SCHEMA}"')
+    # A schema of its own per case: the suite's workers may run two of them at once.
+    schema = f"t_key_lookup_plan_{uuid.uuid4().hex[:8]}"
+    connection = Connection(parse_store_url(f"{server}?schema={schema}"))
+    connection.raw.execute(f'CREATE SCHEMA "{schema}"')
     try:
         log_tables.create_tables(connection, [log_tables.JOB_KEYS])
         yield connection
     finally:
         connection.raw.rollback()
         connection.close()
-        drop_schema(server, SCHEMA)
+        drop_schema(server, schema)
 
 
 def _add_keys(conn: Connection, cluster: str, ids: range) -> None:
