@@ -16,9 +16,9 @@ ranked it, so it has a new association's value. The rules are the domain's
 
 Stored as changes: a checkpoint writes rows only for the associations whose entry changed
 since the previous one (idle associations keep theirs), over a full checkpoint written whenever
-the changes since the last full one would reach the number of associations. So storage follows what
-changes (about 60 bytes a row in SQLite), and reading any checkpoint reads at most about twice
-the site's associations.
+the changes since the last full one would reach the number of associations, or one checkpoint's
+changes reach half of them. So storage follows what changes (about 60 bytes a row in SQLite),
+and reading any checkpoint reads at most about twice the site's associations.
 
 The table is kept in its primary key's order, (position, username, bank), and has no other
 index. An index by association put each checkpoint's rows all over it: a Fair Tree update's
@@ -313,9 +313,10 @@ def plan(
     Only what changed since the previous checkpoint is written (most associations of a site
     are idle between two updates), as rows over a full checkpoint; a new full one is written
     when the changes since the last would reach its size, so reading any checkpoint reads at
-    most about twice the site's associations. A walk that changed every entry (each under
-    Fair Tree, whose decay moves every usage) is thus a full one, read back alone by the next
-    update rather than over the one before it."""
+    most about twice the site's associations. A walk that changed at least half the entries is
+    a full one too (each under Fair Tree, whose decay moves every usage; most after a weighted
+    walk that ranked many new jobs): the rest it writes again cost no more than the rows the
+    next update would read back over the one before it (_writes_full)."""
     mark, previous = ((last.base, last.chain_rows), last.entries) if last else (None, {})
     walked = entries(state, position, usage, ranking, previous)
     # A different usage (every entry of a Fair Tree update: decay moves them all) is a
@@ -329,7 +330,7 @@ def plan(
             changed.append((key, e))
     gone = [key for key in previous if key not in walked]
     delta = len(changed) + len(gone)
-    if mark is None or mark[1] + delta >= len(walked):
+    if mark is None or _writes_full(mark[1], delta, len(walked)):
         rows, base, chain = list(walked.items()), position, 0
         gone = []
     else:
@@ -362,6 +363,17 @@ def plan(
         + [(position, key[0], key[1], 0.0, 0, 0.0, None, 0.0, None, 0, 1) for key in gone],
         Written(base, chain, position, walked),
     )
+
+
+def _writes_full(chain_rows: int, delta: int, associations: int) -> bool:
+    """Whether a checkpoint that changes `delta` rows, over `chain_rows` changes written since
+    the last full one, is written whole: when the chain would reach the site's size, so that
+    reading any checkpoint reads at most about twice the site's associations; or when its own
+    changes are at least half the site, whose other rows (no more than `delta`) cost less to
+    write again than the next update's read of the base and the chain under them: on the bench's
+    site a weighted walk after 10,000 new jobs changes 89-93 % of the entries, and reading back
+    19,000 rows took 0.10 s, 10,000 0.05 s."""
+    return chain_rows + delta >= associations or delta * 2 >= associations
 
 
 def store(conn: Connection, planned: Planned) -> Written:

@@ -1,0 +1,91 @@
+"""What a fair-share checkpoint writes (projections.writers.checkpoints.plan), in memory: only
+the entries that changed since the previous checkpoint, over a full one, or the whole site when
+the changes would make the next update's read back longer than writing it whole."""
+
+from __future__ import annotations
+
+from ledger.fairshare import Ranking
+from ledger.site_usage import AssociationUsage, AssocKey
+from ledger.state import Association, Bank, SiteState
+from projections.writers.checkpoints import Written, plan
+
+SITE = 10
+USERS: list[AssocKey] = [(f"user{n}", "A") for n in range(SITE)]
+PREVIOUS = 100  # the previous checkpoint's log position
+POSITION = 200  # this one's
+
+
+def site() -> SiteState:
+    state = SiteState()
+    state.banks = {"root": Bank(1, "root", "", 1), "A": Bank(2, "A", "root", 1)}
+    for n, (username, bank) in enumerate(USERS):
+        state.associations[username] = {
+            bank: Association(
+                username=username,
+                bank=bank,
+                userid=1000 + n,
+                creation_time=10.0,
+                mod_time=10.0,
+                active=True,
+            )
+        }
+    return state
+
+
+def usage(moved: int) -> dict[AssocKey, AssociationUsage]:
+    """Every association's usage, the first `moved` of them with new jobs since the last."""
+    return {
+        key: AssociationUsage(float(n) + (0.5 if n < moved else 0.0), [])
+        for n, key in enumerate(USERS)
+    }
+
+
+def ranking() -> Ranking:
+    """The same ranks at both walks: the usage alone tells the changed entries apart."""
+    return Ranking({key: SITE - n for n, key in enumerate(USERS)}, SITE)
+
+
+def previous(chain_rows: int) -> Written:
+    """A checkpoint at PREVIOUS over the full one at 1, `chain_rows` changes into its chain."""
+    state = site()
+    entries = plan(state, PREVIOUS, usage(0), ranking(), None).written.entries
+    return Written(1, chain_rows, PREVIOUS, entries)
+
+
+def test_fewer_changes_than_half_the_site_are_written_as_changes() -> None:
+    planned = plan(site(), POSITION, usage(4), ranking(), previous(0))
+
+    assert [row[1] for row in planned.rows] == [name for name, _ in USERS[:4]]
+    written = planned.written
+    assert (written.base, written.chain_rows, written.position) == (1, 4, POSITION)
+
+
+def test_changes_of_half_the_site_or_more_are_written_whole() -> None:
+    """The rows it writes again cost less than reading them back under it: the next update
+    would read the full checkpoint and every change since, twice the site at most."""
+    for moved in (5, 9):
+        planned = plan(site(), POSITION, usage(moved), ranking(), previous(0))
+
+        assert [row[1] for row in planned.rows] == [name for name, _ in USERS]
+        written = planned.written
+        assert (written.base, written.chain_rows) == (POSITION, 0), moved
+
+
+def test_a_chain_that_would_reach_the_site_starts_a_full_checkpoint() -> None:
+    planned = plan(site(), POSITION, usage(3), ranking(), previous(7))
+
+    assert len(planned.rows) == SITE
+    assert (planned.written.base, planned.written.chain_rows) == (POSITION, 0)
+
+    short = plan(site(), POSITION, usage(3), ranking(), previous(6))
+    assert len(short.rows) == 3
+    assert (short.written.base, short.written.chain_rows) == (1, 9)
+
+
+def test_the_first_checkpoint_is_full_and_an_unchanged_one_writes_no_row() -> None:
+    first = plan(site(), PREVIOUS, usage(0), ranking(), None)
+    assert len(first.rows) == SITE and first.written.base == PREVIOUS
+
+    same = plan(site(), POSITION, usage(0), ranking(), previous(2))
+    assert same.rows == []
+    assert (same.written.base, same.written.chain_rows) == (1, 2)
