@@ -123,7 +123,10 @@ def read(conn: Connection, position: int) -> dict[AssocKey, Entry]:
     if mark is None:
         return {}
     out: dict[AssocKey, Entry] = {}
-    # Tuples, not query()'s dicts: up to twice the site's associations on every update.
+    # Tuples, not query()'s dicts: up to twice the site's associations on every update. Each
+    # entry is built by tuple.__new__ (Entry's own __new__ is a Python function), from the
+    # columns as the store gives them: float columns come back as floats from either store.
+    make = tuple.__new__
     for username, bank, gone, created, active, fairshare, source, usage, rank, of in conn.rows(
         f"SELECT username, bank, gone, {_COLUMNS} FROM fairshare_checkpoints "
         "WHERE position >= ? AND position <= ? ORDER BY position",
@@ -133,14 +136,17 @@ def read(conn: Connection, position: int) -> dict[AssocKey, Entry]:
             out.pop((username, bank), None)
         else:
             # As _entry: a ranked row's walk is this checkpoint's own.
-            out[(username, bank)] = Entry(
-                float(created),
-                bool(active),
-                float(fairshare),
-                position if rank is not None else source,
-                float(usage),
-                rank,
-                of,
+            out[(username, bank)] = make(
+                Entry,
+                (
+                    created,
+                    active == 1,
+                    fairshare,
+                    position if rank is not None else source,
+                    usage,
+                    rank,
+                    of,
+                ),
             )
     return out
 
