@@ -169,3 +169,46 @@ def test_a_long_history_holds_copies_and_reads_them_exactly(
                 assert between - jobs[later] < max(SPACING, copied)
         finally:
             conn.close()
+
+
+def test_every_moment_between_two_copies_can_start_from_the_later(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The window moves between two copies (a period every 1,000 s, a batch every 700 s), and
+    the later copy still holds every period a moment between them counts: the nearest copy
+    after the moment is that one, so no moment groups more than half the jobs between two
+    copies. And no copy reaches back further than the window of the copy before it."""
+    monkeypatch.setattr(totals_snapshots, "SNAPSHOT_EVERY_JOBS", SPACING)
+    with fresh_ledger(store) as example:
+        run_history(example, [("jobs", 2)] * 20)
+        config = parse_store_url(example.url)
+        ledger, conn = Ledger(config), Connection(config)
+        try:
+            windows = {
+                int(position): window(site_state_at(ledger, int(version)), float(at))
+                for position, at, version in conn.rows(
+                    "SELECT position, at, site_version FROM log_index ORDER BY position"
+                )
+            }
+            held = {
+                int(p): int(f)
+                for p, f in conn.rows(
+                    "SELECT position, first_period FROM period_totals_snapshot_marks"
+                )
+            }
+            copies = sorted(held)
+            moved = 0
+            for position, (first, _last) in windows.items():
+                if position in held or not copies[0] < position < copies[-1]:
+                    continue  # a moment at a copy reads that copy
+                later = min(p for p in copies if p > position)
+                earlier = max(p for p in copies if p < position)
+                assert totals_snapshots.nearest(conn, position, first) == (earlier, later)
+                own_first = windows[later][0]
+                moved += own_first > first  # the case: the later copy's window starts after
+                # No further back than the window of the copy before it.
+                assert held[later] == min(own_first, windows[earlier][0])
+            assert moved
+        finally:
+            conn.close()
+            ledger.close()
