@@ -72,8 +72,9 @@ def take(conn: Connection, state: SiteState, position: int, at: float) -> None:
     """Copy the totals as they stand after the log position `position` (time `at`): the
     periods that count then and any later, and those that counted when the copy before it was
     taken, so that every moment between the two can start from this one (its window starts no
-    earlier than that one's). The time of that copy is its log_index row's: the projector
-    writes the rows it holds back before a copy (runner._Folder._count_jobs)."""
+    earlier than that one's). The time of that copy is its log_index row's, which the projector
+    has written: it writes the log rows it holds before each copy (runner._Folder._count_jobs),
+    so a rebuild's one fold finds them as the commands did."""
     first, _last = window(state, at)
     before = conn.rows(
         "SELECT at FROM log_index WHERE position = "

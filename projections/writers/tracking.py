@@ -29,6 +29,10 @@ JOBS_SINCE_TOTALS_SNAPSHOT = "ledger:jobs_since_totals_snapshot"
 READ_MODEL_KEY = "__read_model_version__"
 # The read models' layout (projections.writers.schema's tables), here so that a small read checks
 # it without importing the tables.
+# 21: a fair-share checkpoint whose changes reach half the site is written whole
+# (projections.writers.checkpoints), and a copy of the totals also holds the window of the copy
+# before it (projections.writers.totals_snapshots): the rows a rebuild now writes, so that
+# verify's comparison with a rebuild holds for a ledger the release before wrote;
 # 20: on SQLite the period totals' index by period holds their charge (usage_tables.indexes; an
 # index step, projections.writers.runner.index_steps: no rebuild);
 # 19: period_totals_snapshots and their marks, copies of the totals every so many jobs for
@@ -45,7 +49,7 @@ READ_MODEL_KEY = "__read_model_version__"
 # Slurm partition fields (priority_job_factor, ..., total_tres); 11: qos_table, an
 # association's qos and default_qos, a job's qos; 10 (on main): clear-usage's 0.5 indexed as a
 # stored fair-share; 9: a queue's billing_weights
-READ_MODEL_VERSION = 20
+READ_MODEL_VERSION = 21
 # The bookmarks that count log positions, each 0 in a new ledger.
 POSITIONS = (PROJECTION, SITE_VERSION, USAGE_WRITTEN)
 
