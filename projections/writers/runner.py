@@ -228,7 +228,8 @@ class _Folder:
             and self.jobs_since_totals >= totals_snapshots.spacing(self.conn)
         ):
             if self.state.usage_model != CONTINUOUS:
-                # The copy reads the totals, and the time of the copy before in log_index.
+                # The copy reads the totals, and the job batches since the copy before in
+                # log_index.
                 self.flush()
                 totals_snapshots.take(self.conn, self.state, position, at)
             self.jobs_since_totals = 0

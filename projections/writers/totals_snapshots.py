@@ -11,14 +11,15 @@ totals, or nothing) leaves at most half that spacing to group. Copies are taken 
 the periods model, the only one that reads them.
 
 A copy holds the periods that counted when it was taken (ledger.site_usage.window) and later
-ones, and also those that counted when the copy before it was taken: a moment between the two
-has a window that starts no earlier, so it can start from either copy, the nearer one. Holding
-only its own window, a copy taken after the window had moved served none of the moments before
-it: on a 1M-job, 10,000-association SQLite ledger, a moment one batch before such a copy grouped
-the 250,000 jobs back to the copy before (0.61-0.91 s of a 1.5-2.0 s read), where it now takes
-one batch's away from the copy after (0.003-0.006 s of 0.9-1.3 s). That copy held 113,370 rows,
-not 57,061, and a copy's time grows with its rows (copying that ledger's totals: 150,688 rows in
-0.52-0.68 s, 94,379 in 0.27-0.40 s), once in 250,000 jobs. A moment whose window starts before a
+ones, and also those counted by the moments nearer to it than to the copy before it (in job
+batches between, as usage_tables._totals_up_to chooses), which start from it. Holding only its
+own window, a copy taken after the window had moved served none of the moments before it: on a
+1M-job, 10,000-association SQLite ledger, a moment one batch before such a copy grouped the
+250,000 jobs back to the copy before (0.61-0.91 s of a 1.5-2.0 s read), where it now takes one
+batch's away from the copy after (0.004-0.006 s of 0.9-1.5 s). That copy held 75,978 rows, not
+57,061 (one period more), and a copy's time grows with its rows (that ledger's totals from one
+period earlier, 113,296 rows against 94,379: 0.34-0.55 against 0.28-0.36 s on SQLite, 1.38-1.69
+against 0.96-1.36 s on PostgreSQL), once in 250,000 jobs. A moment whose window starts before a
 copy's first period does not use it. Everything is in whole charge units, so every base gives
 exactly the same totals. A rebin (a new half-life) cuts the periods anew: the copies cut the old
 way are dropped with it.
@@ -30,11 +31,11 @@ from ledger.site_usage import window
 from ledger.state import SiteState
 from ledger.store.connections import Connection
 
-# The fewest jobs between two copies. A copy holds a row per identity and period in its window
-# and the copy before's (37,392 to 113,370 rows a copy on a 1M-job, 10,000-association ledger
-# like the bench's): one every 250,000 jobs, or every as many jobs as the last copy's rows when
-# those are more (spacing), keeps all the copies' rows under the jobs' own count, and leaves at
-# most half the spacing to group.
+# The fewest jobs between two copies. A copy holds a row per identity and period in the windows
+# of the moments that start from it (37,392 to 75,978 rows a copy on a 1M-job, 10,000-association
+# ledger like the bench's): one every 250,000 jobs, or every as many jobs as the last copy's rows
+# when those are more (spacing), keeps all the copies' rows under the jobs' own count, and leaves
+# at most half the spacing to group.
 SNAPSHOT_EVERY_JOBS = 250_000
 
 TABLES: dict[str, str] = {
@@ -70,18 +71,13 @@ def spacing(conn: Connection) -> int:
 
 def take(conn: Connection, state: SiteState, position: int, at: float) -> None:
     """Copy the totals as they stand after the log position `position` (time `at`): the
-    periods that count then and any later, and those that counted when the copy before it was
-    taken, so that every moment between the two can start from this one (its window starts no
-    earlier than that one's). The time of that copy is its log_index row's, which the projector
-    has written: it writes the log rows it holds before each copy (runner._Folder._count_jobs),
-    so a rebuild's one fold finds them as the commands did."""
+    periods that count then and any later, and those that counted at the first moment nearer
+    to this copy than to the one before it (_nearer_from), so that every such moment can start
+    from this one."""
     first, _last = window(state, at)
-    before = conn.rows(
-        "SELECT at FROM log_index WHERE position = "
-        "(SELECT MAX(position) FROM period_totals_snapshot_marks)"
-    )
-    if before:
-        first = min(first, window(state, float(before[0][0]))[0])
+    nearer = _nearer_from(conn, position)
+    if nearer is not None:
+        first = min(first, window(state, nearer)[0])
     copied = conn.execute(
         "INSERT INTO period_totals_snapshots "
         "(position, userid, username, bank, period, charge_units) "
@@ -94,6 +90,26 @@ def take(conn: Connection, state: SiteState, position: int, at: float) -> None:
         "VALUES (?, ?, ?)",
         (position, first, copied),
     )
+
+
+def _nearer_from(conn: Connection, position: int) -> float | None:
+    """The time of the first moment a copy at `position` is nearer to than the copy before it
+    (None: there is none before it): an as-of read starts from the copy after its moment when
+    fewer job batches lie between them than between the copy before and the moment
+    (usage_tables._totals_up_to), so from the batch past the middle of those between the two
+    copies. Later moments have later times, and windows that start no earlier. From
+    log_index, which the projector writes before each copy (runner._Folder._count_jobs), so a
+    rebuild's one fold finds the rows the commands found."""
+    between = "FROM log_index WHERE kind = 'jobs' AND position > ? AND position <= ?"
+    before = conn.rows("SELECT MAX(position) FROM period_totals_snapshot_marks")[0][0]
+    if before is None:
+        return None
+    batches = int(conn.rows(f"SELECT COUNT(*) {between}", (before, position))[0][0])
+    middle = conn.rows(
+        f"SELECT at {between} ORDER BY position LIMIT 1 OFFSET ?",
+        (before, position, batches // 2),
+    )
+    return float(middle[0][0]) if middle else None
 
 
 def drop_all(conn: Connection) -> None:

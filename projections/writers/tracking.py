@@ -30,9 +30,10 @@ READ_MODEL_KEY = "__read_model_version__"
 # The read models' layout (projections.writers.schema's tables), here so that a small read checks
 # it without importing the tables.
 # 21: a fair-share checkpoint whose changes reach half the site is written whole
-# (projections.writers.checkpoints), and a copy of the totals also holds the window of the copy
-# before it (projections.writers.totals_snapshots): the rows a rebuild now writes, so that
-# verify's comparison with a rebuild holds for a ledger the release before wrote;
+# (projections.writers.checkpoints), and a copy of the totals also holds the periods of the
+# moments nearer to it than to the copy before (projections.writers.totals_snapshots): the rows
+# a rebuild now writes, so that verify's comparison with a rebuild holds for a ledger the release
+# before wrote;
 # 20: on SQLite the period totals' index by period holds their charge (usage_tables.indexes; an
 # index step, projections.writers.runner.index_steps: no rebuild);
 # 19: period_totals_snapshots and their marks, copies of the totals every so many jobs for

@@ -171,25 +171,25 @@ def test_a_long_history_holds_copies_and_reads_them_exactly(
             conn.close()
 
 
-def test_every_moment_between_two_copies_can_start_from_the_later(
+def test_every_moment_nearer_to_a_copy_can_start_from_it(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The window moves between two copies (a period every 1,000 s, a batch every 700 s), and
-    the later copy still holds every period a moment between them counts: the nearest copy
-    after the moment is that one, so no moment groups more than half the jobs between two
-    copies. And no copy reaches back further than the window of the copy before it."""
+    a copy still holds every period counted by the moments nearer to it than to the copy
+    before it (fewer job batches between): they start from it, so no moment groups more than
+    half the batches between two copies. And it holds no period before those."""
     monkeypatch.setattr(totals_snapshots, "SNAPSHOT_EVERY_JOBS", SPACING)
     with fresh_ledger(store) as example:
         run_history(example, [("jobs", 2)] * 20)
         config = parse_store_url(example.url)
         ledger, conn = Ledger(config), Connection(config)
         try:
+            log = conn.rows("SELECT position, at, site_version, kind FROM log_index")
             windows = {
                 int(position): window(site_state_at(ledger, int(version)), float(at))
-                for position, at, version in conn.rows(
-                    "SELECT position, at, site_version FROM log_index ORDER BY position"
-                )
+                for position, at, version, _kind in log
             }
+            batches = sorted(int(position) for position, _at, _v, kind in log if kind == "jobs")
             held = {
                 int(p): int(f)
                 for p, f in conn.rows(
@@ -198,16 +198,21 @@ def test_every_moment_between_two_copies_can_start_from_the_later(
             }
             copies = sorted(held)
             moved = 0
-            for position, (first, _last) in windows.items():
-                if position in held or not copies[0] < position < copies[-1]:
-                    continue  # a moment at a copy reads that copy
-                later = min(p for p in copies if p > position)
-                earlier = max(p for p in copies if p < position)
-                assert totals_snapshots.nearest(conn, position, first) == (earlier, later)
+            for earlier, later in zip(copies, copies[1:], strict=False):
+                nearer = []
+                for position, (first, _last) in windows.items():
+                    if not earlier < position < later:
+                        continue  # a moment at a copy reads that copy
+                    below = sum(1 for b in batches if earlier < b <= position)
+                    above = sum(1 for b in batches if position < b <= later)
+                    found = totals_snapshots.nearest(conn, position, first)
+                    assert found[0] == earlier, position
+                    if above < below:
+                        nearer.append(first)
+                        assert found[1] == later, position
+                        moved += first < windows[later][0]  # the case: the window moved
                 own_first = windows[later][0]
-                moved += own_first > first  # the case: the later copy's window starts after
-                # No further back than the window of the copy before it.
-                assert held[later] == min(own_first, windows[earlier][0])
+                assert held[later] == min([own_first, *nearer])
             assert moved
         finally:
             conn.close()
