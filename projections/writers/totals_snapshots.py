@@ -92,6 +92,20 @@ def take(conn: Connection, state: SiteState, position: int, at: float) -> None:
     )
 
 
+# The job batches recorded after a log position (each up to 1,000 jobs), from the log index,
+# which is far smaller than the jobs table.
+_JOB_BATCHES_AFTER = "FROM log_index WHERE kind = 'jobs' AND position > ?"
+
+
+def job_batches_between(conn: Connection, low: int, high: int | None) -> int:
+    """The job batches recorded at positions in (low, high] (no bound: None): how far a moment
+    lies from a base of its totals. Only the choice of a base depends on it
+    (usage_tables._totals_up_to, and what a copy holds: _nearer_from); every base gives
+    exactly the same totals."""
+    bound, params = ("", (low,)) if high is None else (" AND position <= ?", (low, high))
+    return int(conn.rows(f"SELECT COUNT(*) {_JOB_BATCHES_AFTER}{bound}", params)[0][0])
+
+
 def _nearer_from(conn: Connection, position: int) -> float | None:
     """The time of the first moment a copy at `position` is nearer to than the copy before it
     (None: there is none before it): an as-of read starts from the copy after its moment when
@@ -100,13 +114,12 @@ def _nearer_from(conn: Connection, position: int) -> float | None:
     copies. Later moments have later times, and windows that start no earlier. From
     log_index, which the projector writes before each copy (runner._Folder._count_jobs), so a
     rebuild's one fold finds the rows the commands found."""
-    between = "FROM log_index WHERE kind = 'jobs' AND position > ? AND position <= ?"
     before = conn.rows("SELECT MAX(position) FROM period_totals_snapshot_marks")[0][0]
     if before is None:
         return None
-    batches = int(conn.rows(f"SELECT COUNT(*) {between}", (before, position))[0][0])
+    batches = job_batches_between(conn, int(before), position)
     middle = conn.rows(
-        f"SELECT at {between} ORDER BY position LIMIT 1 OFFSET ?",
+        f"SELECT at {_JOB_BATCHES_AFTER} AND position <= ? ORDER BY position LIMIT 1 OFFSET ?",
         (before, position, batches // 2),
     )
     return float(middle[0][0]) if middle else None

@@ -494,18 +494,6 @@ def _counted_units(
     return [(*key, units) for key, units in grouped.items()]
 
 
-def _job_batches_between(conn: Connection, low: int, high: int | None) -> int:
-    """The job batches recorded at positions in (low, high] (no bound: None), from the log
-    index (each batch up to 1,000 jobs), which is far smaller than the jobs table. Only the
-    choice of a base depends on it; every base gives exactly the same totals."""
-    bound = "" if high is None else " AND position <= ?"
-    params = (low,) if high is None else (low, high)
-    rows = conn.rows(
-        f"SELECT COUNT(*) FROM log_index WHERE kind = 'jobs' AND position > ?{bound}", params
-    )
-    return int(rows[0][0])
-
-
 def _totals_up_to(conn: Connection, first: int, last: int, position: int) -> list[PeriodTotal]:
     """The totals of the jobs and opening balances recorded up to `position`, from the base
     nearest to it: the last copy of the totals before it (totals_snapshots) plus the jobs
@@ -514,8 +502,8 @@ def _totals_up_to(conn: Connection, first: int, last: int, position: int) -> lis
     summing the earlier jobs gives; the nearest reads the fewest jobs."""
     before, after = totals_snapshots.nearest(conn, position, first)
     low = before if before is not None else 0
-    from_below = _job_batches_between(conn, low, position)
-    from_above = _job_batches_between(conn, position, after)
+    from_below = totals_snapshots.job_batches_between(conn, low, position)
+    from_above = totals_snapshots.job_batches_between(conn, position, after)
     if from_above < from_below:
         base = _snapshot_units(conn, after, first, last)
         _add_recorded(conn, base, first, last, position, after, -1)
