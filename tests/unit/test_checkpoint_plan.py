@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from ledger.fairshare import Ranking
 from ledger.site_usage import AssociationUsage, AssocKey
-from ledger.state import Association, Bank, SiteState
+from ledger.state import SiteState
 from projections.writers.checkpoints import Written, plan
+from tests.unit.test_fairshare_in_force import site as site_of
 
 SITE = 10
 USERS: list[AssocKey] = [(f"user{n}", "A") for n in range(SITE)]
@@ -16,20 +17,7 @@ POSITION = 200  # this one's
 
 
 def site() -> SiteState:
-    state = SiteState()
-    state.banks = {"root": Bank(1, "root", "", 1), "A": Bank(2, "A", "root", 1)}
-    for n, (username, bank) in enumerate(USERS):
-        state.associations[username] = {
-            bank: Association(
-                username=username,
-                bank=bank,
-                userid=1000 + n,
-                creation_time=10.0,
-                mod_time=10.0,
-                active=True,
-            )
-        }
-    return state
+    return site_of(*[(username, bank, 10.0, True) for username, bank in USERS])
 
 
 def usage(moved: int) -> dict[AssocKey, AssociationUsage]:
