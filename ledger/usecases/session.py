@@ -28,7 +28,7 @@ from ledger.store.connections import (
     parse_store_url,
     sqlite_file_exists,
 )
-from ledger.usecases.collector import collect_less
+from ledger.usecases.collector import collect_less, set_aside, take_back
 from projections.queries import freshness
 
 # The Ledger application, the Site aggregate and the projector are imported where a session
@@ -119,7 +119,7 @@ class Session:
                 raise
             self._requested_now = None
             ledger.requested_now = self._now
-        runner.attach(ledger)
+        _attach(ledger)
         self.rebuilt_on_open = runner.prepare(self.conn, ledger)
         return ledger
 
@@ -199,7 +199,7 @@ class Session:
 
         Ledger.make_tables(self.store, self.conn if self.store.is_postgres else None)
         ledger = Ledger(self.store, now=now, actor=actor, conn=self.conn)
-        runner.attach(ledger)
+        _attach(ledger)
         runner.prepare(self.conn, ledger)
         ledger.initialize(
             half_life,
@@ -277,8 +277,28 @@ class Session:
     def close(self) -> None:
         if self._ledger is not None:
             self._ledger.close()
+            take_back()
         if self._conn is not None:
             self._conn.close()
+
+
+def _attach(ledger: Ledger) -> None:
+    """The projector attached to `ledger` (runner.attach), and the collector kept off the Site
+    each command loads: once it is loaded, and again once the projector has kept its copy of
+    the state, what is alive is set aside (collector.set_aside), else the copy's allocations
+    set off a collection that walks the Site just loaded."""
+    from projections.writers import runner
+
+    runner.attach(ledger)
+    projector_hook = ledger.before_command
+
+    def before_command(site: Site) -> None:
+        set_aside()
+        if projector_hook is not None:
+            projector_hook(site)
+            set_aside()
+
+    ledger.before_command = before_command
 
 
 def _site_zone(ledger: Ledger) -> tzinfo:

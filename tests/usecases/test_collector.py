@@ -1,5 +1,6 @@
 """A session and an ingest helper raise the collector's first threshold for their process, and
-never lower it."""
+never lower it; a command's session leaves the Site it loaded out of the collections until it
+closes."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 from ledger.usecases import validation
 from ledger.usecases.collector import YOUNG_COLLECTION_THRESHOLD, collect_less
 from ledger.usecases.session import Session
+from tests.usecases.ledgers import change, new_ledger
 
 
 @pytest.fixture(autouse=True)
@@ -45,3 +47,25 @@ def test_an_ingest_helper_collects_the_youngest_generation_less_often(
     gc.set_threshold(700, 10, 10)
     validation._serve()
     assert gc.get_threshold() == (YOUNG_COLLECTION_THRESHOLD, 10, 10)
+
+
+def _tracked(obj: object) -> bool:
+    """Whether the collector walks `obj` (gc.get_objects leaves out what gc.freeze set aside)."""
+    return any(o is obj for o in gc.get_objects())
+
+
+def test_a_command_sets_its_site_aside_from_the_collector_until_the_session_closes(
+    tmp_path: Path,
+) -> None:
+    session = new_ledger(tmp_path)
+    try:
+        gc.unfreeze()  # whatever an earlier test left aside
+        loaded = change(
+            session, lambda site, stamp: site.add_bank(stamp, "root", 1, "", None) or site.state
+        )
+        assert gc.get_freeze_count() > 0
+        assert not _tracked(loaded)
+    finally:
+        session.close()
+    assert gc.get_freeze_count() == 0
+    assert _tracked(loaded)
