@@ -18,6 +18,7 @@ from ledger.clock import (
     parse_time_spec,
     zone_named,
 )
+from ledger.collector import collect_less, set_aside, take_back
 from ledger.errors import LedgerError, LedgerMissing
 from ledger.site_config import WEIGHTED_WALK
 from ledger.store.connections import (
@@ -28,7 +29,6 @@ from ledger.store.connections import (
     parse_store_url,
     sqlite_file_exists,
 )
-from ledger.usecases.collector import collect_less, set_aside, take_back
 from projections.queries import freshness
 
 # The Ledger application, the Site aggregate and the projector are imported where a session

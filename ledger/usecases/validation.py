@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ledger.chain import record_digest
+from ledger.collector import collect_less
 from ledger.errors import InvalidValue
 from ledger.machine import start_helper
 from ledger.usecases.charge_bound import Charge, charges_of
-from ledger.usecases.collector import collect_less
 from ledger.usecases.spool import chunk_bytes
 
 if TYPE_CHECKING:

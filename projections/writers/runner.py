@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
 from ledger import events as ev
 from ledger import import_events as iev
+from ledger.collector import paused
 from ledger.errors import Unprojectable
 from ledger.fairshare import Ranking
 from ledger.joblog import JobLog
@@ -238,12 +239,13 @@ class _Folder:
         if self.pending_usage is not None:
             self.flush()
             at, position = self.pending_usage
-            usage_tables.store_usage(
-                self.conn,
-                usage_tables.plan_usage(
-                    self.conn, self.state, at, False, position, self._settled(position, at)
-                ),
-            )
+            with self._bounded():
+                usage_tables.store_usage(
+                    self.conn,
+                    usage_tables.plan_usage(
+                        self.conn, self.state, at, False, position, self._settled(position, at)
+                    ),
+                )
             usage_tables.mark_usage_written(self.conn, position)
             self.pending_usage = None
 
@@ -355,27 +357,39 @@ class _Folder:
                 self.last_checkpoint = checkpoints.repeat(self.conn, last, position)
                 usage_tables.mark_usage_written(self.conn, position)
                 return
-            # The reads of the last checkpoint and of the columns go out together, and the
-            # server runs each while the one before is taken and worked on here (a whole
-            # reading under the continuous model streams, which an overlap does not take).
-            with self.conn.overlap() if self.state.usage_model != CONTINUOUS else nullcontext():
-                if last is not None:
-                    last.send_read()
-                planned = usage_tables.plan_usage(
-                    self.conn, self.state, at, True, position, since, self._walk
-                )
-                # The columns' UPDATEs (10,000 rows on a large site) run on the server while
-                # the checkpoint is worked out here, from the last one read back before they
-                # go out.
-                if last is not None:
-                    last.read_back()
-            with self.conn.overlap():
-                usage_tables.store_usage(self.conn, planned)
-                usage_tables.mark_usage_written(self.conn, position)
-                checkpoint = checkpoints.plan(
-                    self.state, position, planned.usage, planned.ranking, last
-                )
-            self.last_checkpoint = checkpoints.store(self.conn, checkpoint)
+            with self._bounded():
+                self._update_fairshare(at, position, since, last)
+
+    def _bounded(self) -> AbstractContextManager[None]:
+        """Around an update under the periods model, whose work is a row per association (no
+        collection inside it, collector.paused); under the continuous model one may read every
+        job."""
+        return paused() if self.state.usage_model != CONTINUOUS else nullcontext()
+
+    def _update_fairshare(
+        self, at: float, position: int, since: int | None, last: checkpoints.Written | None
+    ) -> None:
+        """The columns and the checkpoint of the update-fshare at `position`, after `last`."""
+        # The reads of the last checkpoint and of the columns go out together, and the server
+        # runs each while the one before is taken and worked on here (a whole reading under the
+        # continuous model streams, which an overlap does not take).
+        with self.conn.overlap() if self.state.usage_model != CONTINUOUS else nullcontext():
+            if last is not None:
+                last.send_read()
+            planned = usage_tables.plan_usage(
+                self.conn, self.state, at, True, position, since, self._walk
+            )
+            # The columns' UPDATEs (10,000 rows on a large site) run on the server while the
+            # checkpoint is worked out here, from the last one read back before they go out.
+            if last is not None:
+                last.read_back()
+        with self.conn.overlap():
+            usage_tables.store_usage(self.conn, planned)
+            usage_tables.mark_usage_written(self.conn, position)
+            checkpoint = checkpoints.plan(
+                self.state, position, planned.usage, planned.ranking, last
+            )
+        self.last_checkpoint = checkpoints.store(self.conn, checkpoint)
 
 
 def scratch_folder(conn: Connection, neutralized: Neutralizations) -> _Folder:

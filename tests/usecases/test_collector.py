@@ -1,6 +1,6 @@
 """A session and an ingest helper raise the collector's first threshold for their process, and
 never lower it; a command's session leaves the Site it loaded out of the collections until it
-closes."""
+closes; an update under the periods model runs with the collector paused."""
 
 from __future__ import annotations
 
@@ -8,13 +8,17 @@ import gc
 import io
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from ledger.collector import YOUNG_COLLECTION_THRESHOLD, collect_less, paused
 from ledger.usecases import validation
-from ledger.usecases.collector import YOUNG_COLLECTION_THRESHOLD, collect_less
+from ledger.usecases.cron import cron
 from ledger.usecases.session import Session
-from tests.usecases.ledgers import change, new_ledger
+from projections.writers import usage_tables
+from tests.conftest import T0
+from tests.usecases.ledgers import change, ended, new_ledger, record
 
 
 @pytest.fixture(autouse=True)
@@ -69,3 +73,53 @@ def test_a_command_sets_its_site_aside_from_the_collector_until_the_session_clos
         session.close()
     assert gc.get_freeze_count() == 0
     assert _tracked(loaded)
+
+
+def test_paused_collects_nothing_inside_and_restores_the_collector() -> None:
+    assert gc.isenabled()
+    with paused():
+        assert not gc.isenabled()
+        with paused():  # nested: the outer block's pause stays
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with paused():
+            pass
+        assert not gc.isenabled()  # disabled before: left so
+    finally:
+        gc.enable()
+
+
+@pytest.mark.parametrize(
+    ("algorithm", "paused_inside"), [("weighted-walk", True), ("fair-tree", False)]
+)
+def test_an_update_is_planned_with_the_collector_paused_unless_it_may_read_every_job(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, algorithm: str, paused_inside: bool
+) -> None:
+    """Under the periods model an update's work is a row per association; under the
+    continuous model (Fair Tree) it may read every job, so the collector runs as usual."""
+    enabled: list[bool] = []
+    plan = usage_tables.plan_usage
+
+    def spied(*args: Any, **kwargs: Any) -> Any:
+        enabled.append(gc.isenabled())
+        return plan(*args, **kwargs)
+
+    monkeypatch.setattr(usage_tables, "plan_usage", spied)
+    session = new_ledger(tmp_path)
+    try:
+
+        def site(site: Any, stamp: Any) -> None:
+            site.add_bank(stamp, "root", 1, "", None)
+            site.add_user(stamp, "alice", "root", 5001, {})
+            site.edit_config(stamp, [("fairshare_algorithm", algorithm)])
+
+        change(session, site)
+        record(session, ended(1, 5001, T0 + 50, 30))
+        cron(session)
+    finally:
+        session.close()
+    assert enabled and all(e is not paused_inside for e in enabled)
+    assert gc.isenabled()
