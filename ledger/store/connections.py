@@ -492,16 +492,6 @@ class Connection:
         on every update, where building a dict per row (query) cost more than the read."""
         return list(self.execute(sql, params).fetchall())
 
-    def send(self, sql: str, params: Sequence[Any] = ()) -> Sent:
-        """A read whose rows (as `rows` gives them) are taken later, from Sent.rows: on
-        PostgreSQL it is sent now, so inside an overlap block the server runs it while this
-        process works on until it needs them; on SQLite, which runs in this process, it runs
-        when they are taken."""
-        if self.config.is_postgres:
-            cursor = self.execute(sql, params)
-            return Sent(lambda: list(cursor.fetchall()))
-        return Sent(lambda: self.rows(sql, params))
-
     @contextmanager
     def stream_rows(
         self, sql: str, params: Sequence[Any] = (), size: int = STREAM_BATCH_ROWS
@@ -609,19 +599,6 @@ class Connection:
 
     def close(self) -> None:
         self.raw.close()
-
-
-class Sent:
-    """A read Connection.send sent: its rows, taken once."""
-
-    def __init__(self, take: Callable[[], list[tuple[Any, ...]]]) -> None:
-        self._take: Callable[[], list[tuple[Any, ...]]] | None = take
-
-    def rows(self) -> list[tuple[Any, ...]]:
-        if self._take is None:
-            raise RuntimeError("a sent read's rows are taken once")
-        take, self._take = self._take, None
-        return take()
 
 
 class _AnalyzeBeside:

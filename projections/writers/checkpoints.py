@@ -36,7 +36,7 @@ from ledger.fairshare import Ranking
 from ledger.fairshare_in_force import walk_gives
 from ledger.site_usage import AssociationUsage, AssocKey
 from ledger.state import SiteState
-from ledger.store.connections import Connection, Sent
+from ledger.store.connections import Connection
 
 TABLES: dict[str, str] = {
     "fairshare_checkpoints": """
@@ -122,26 +122,16 @@ def read(conn: Connection, position: int) -> dict[AssocKey, Entry]:
     mark = _mark(conn, position)
     if mark is None:
         return {}
-    return _entries_of(_send_rows(conn, mark[0], position).rows(), position)
-
-
-def _send_rows(conn: Connection, base: int, position: int) -> Sent:
-    """The rows of the checkpoint at `position` over its base at `base`, in log order."""
-    return conn.send(
-        f"SELECT username, bank, gone, {_COLUMNS} FROM fairshare_checkpoints "
-        "WHERE position >= ? AND position <= ? ORDER BY position",
-        (base, position),
-    )
-
-
-def _entries_of(rows: list[tuple[Any, ...]], position: int) -> dict[AssocKey, Entry]:
-    """The entries of the checkpoint at `position` from its rows (_send_rows)."""
     out: dict[AssocKey, Entry] = {}
     # Tuples, not query()'s dicts: up to twice the site's associations on every update. Each
     # entry is built by tuple.__new__ (Entry's own __new__ is a Python function), from the
     # columns as the store gives them: float columns come back as floats from either store.
     make = tuple.__new__
-    for username, bank, gone, created, active, fairshare, source, usage, rank, of in rows:
+    for username, bank, gone, created, active, fairshare, source, usage, rank, of in conn.rows(
+        f"SELECT username, bank, gone, {_COLUMNS} FROM fairshare_checkpoints "
+        "WHERE position >= ? AND position <= ? ORDER BY position",
+        (mark[0], position),
+    ):
         if gone:
             out.pop((username, bank), None)
         else:
@@ -257,23 +247,13 @@ class Written:
         self.position = position
         self._entries = entries
         self._conn = conn
-        self._sent: Sent | None = None
 
     @property
     def entries(self) -> dict[AssocKey, Entry]:
         if self._entries is None:
             assert self._conn is not None
-            sent = self._sent or _send_rows(self._conn, self.base, self.position)
-            self._entries = _entries_of(sent.rows(), self.position)
-            self._sent = None
+            self._entries = read(self._conn, self.position)
         return self._entries
-
-    def send_read(self) -> None:
-        """Send the read of this checkpoint's entries now, if they are not read yet: inside an
-        overlap block (Connection.overlap) the server runs it while the update is planned."""
-        if self._entries is None and self._sent is None:
-            assert self._conn is not None
-            self._sent = _send_rows(self._conn, self.base, self.position)
 
     def read_back(self) -> None:
         """Read this checkpoint's entries if they were not yet: before statements are sent in

@@ -370,19 +370,13 @@ class _Folder:
         self, at: float, position: int, since: int | None, last: checkpoints.Written | None
     ) -> None:
         """The columns and the checkpoint of the update-fshare at `position`, after `last`."""
-        # The reads of the last checkpoint and of the columns go out together, and the server
-        # runs each while the one before is taken and worked on here (a whole reading under the
-        # continuous model streams, which an overlap does not take).
-        with self.conn.overlap() if self.state.usage_model != CONTINUOUS else nullcontext():
-            if last is not None:
-                last.send_read()
-            planned = usage_tables.plan_usage(
-                self.conn, self.state, at, True, position, since, self._walk
-            )
-            # The columns' UPDATEs (10,000 rows on a large site) run on the server while the
-            # checkpoint is worked out here, from the last one read back before they go out.
-            if last is not None:
-                last.read_back()
+        planned = usage_tables.plan_usage(
+            self.conn, self.state, at, True, position, since, self._walk
+        )
+        # The columns' UPDATEs (10,000 rows on a large site) run on the server while the
+        # checkpoint is worked out here, from the last one read back before they go out.
+        if last is not None:
+            last.read_back()
         with self.conn.overlap():
             usage_tables.store_usage(self.conn, planned)
             usage_tables.mark_usage_written(self.conn, position)

@@ -37,7 +37,7 @@ from ledger.site_usage import (
     window,
 )
 from ledger.state import Association, SiteState
-from ledger.store.connections import Connection, Sent
+from ledger.store.connections import Connection
 from ledger.usage import UsageParams, period_of, period_start
 from projections.writers import continuous_state, totals_snapshots, tracking, usage_scope
 from projections.writers.tracking import USAGE_WRITTEN
@@ -705,21 +705,17 @@ def nothing_moved_usage(
     return not changed
 
 
-def _send_touched(conn: Connection, since: int, position: int) -> Sent:
-    """The identities and periods of the jobs recorded after `since` and before `position`."""
-    return conn.send(
+def _touched(
+    conn: Connection, resolver: AssociationResolver, since: int, position: int
+) -> tuple[set[str], set[int]]:
+    """The users of the jobs recorded after `since` and before `position`, and the periods
+    those jobs ended in."""
+    users, periods = set(), set()
+    for userid, username, bank, period in conn.rows(
         "SELECT DISTINCT userid, username, bank, period FROM jobs "
         "WHERE position > ? AND position < ?",
         (since, position),
-    )
-
-
-def _touched(
-    rows: list[tuple[Any, ...]], resolver: AssociationResolver
-) -> tuple[set[str], set[int]]:
-    """The users of the jobs `rows` (_send_touched) name, and the periods those jobs ended in."""
-    users, periods = set(), set()
-    for userid, username, bank, period in rows:
+    ):
         key = resolver.resolve_cached(userid, username, bank)
         if key is not None:
             users.add(key[0])
@@ -830,45 +826,31 @@ def plan_usage(
     over the same usage ranks the same; a Slurm algorithm's values are always recomputed).
     Under the continuous model the usage is continuous_state.update's, which carries the sums
     of the update at `since` forward and stores them: the one write made here. The columns are
-    store_usage's.
-
-    Its reads of a row per association are sent first (Connection.send): inside an overlap
-    block the server runs them one after another while this process takes each in turn."""
-    continuous = state.usage_model == CONTINUOUS and position is not None
-    current_rows = conn.send("SELECT username, bank, job_usage, fairshare FROM association_table")
-    touched_rows = bins_rows = None
-    if not continuous and since is not None and position is not None:
-        touched_rows = _send_touched(conn, since, position)
-        bins_rows = _send_stored_bins(conn)
-    shown_rows = conn.send("SELECT bank, job_usage FROM bank_table")
-
-    def stored() -> dict[AssocKey, str]:
-        """The table's bins: those sent above, or read now."""
-        nonlocal bins_rows
-        sent, bins_rows = bins_rows, None
-        return _bins_by_key(sent.rows()) if sent is not None else _stored_bins(conn)
-
+    store_usage's."""
     # (job_usage, fairshare) per association, as tuples: a row per association on every update.
     current: dict[AssocKey, tuple[float, float]] = {
         (username, bank): (job_usage, fairshare)
-        for username, bank, job_usage, fairshare in current_rows.rows()
+        for username, bank, job_usage, fairshare in conn.rows(
+            "SELECT username, bank, job_usage, fairshare FROM association_table"
+        )
     }
     stored_bins: dict[AssocKey, str] | None = None
     recomputed: set[AssocKey] | None = None
+    continuous = state.usage_model == CONTINUOUS and position is not None
     if continuous and position is not None:
         usage = continuous_state.update(conn, state, at, position, since)
-    elif touched_rows is not None and since is not None and position is not None:
+    elif since is not None and position is not None:
         keys = [(a.username, a.bank) for a in state.all_associations()]
         if all(key in current for key in keys):
             resolver = AssociationResolver(state)
-            users, periods = _touched(touched_rows.rows(), resolver)
+            users, periods = _touched(conn, resolver, since, position)
             # Users a new association or default bank may have given or taken jobs from:
             # every period of theirs is recomputed.
             scoped = usage_scope.users_between(conn, state, since, position)
             usage = {key: AssociationUsage(float(current[key][0]), []) for key in keys}
             fresh = {}
             if users or scoped:
-                stored_bins = stored()
+                stored_bins = _stored_bins(conn)
                 fresh = _users_usage(
                     conn, state, at, users | scoped, periods, stored_bins, resolver, bool(scoped)
                 )
@@ -896,14 +878,14 @@ def plan_usage(
         new_share = shown_after_walk(shares.get(key), row[1] if row else None)
         if row is None or row[0] != value.usage or row[1] != new_share:
             updates.append((value.usage, new_share, key[0], key[1]))
-    shown = dict(shown_rows.rows())
+    shown = dict(conn.rows("SELECT bank, job_usage FROM bank_table"))
     banks = [
         (value, name)
         for name, value in bank_usage(state, usage).items()
         if name in shown and shown[name] != value
     ]
     if recomputed is None or recomputed:
-        stored_bins = stored_bins if stored_bins is not None else stored()
+        stored_bins = stored_bins if stored_bins is not None else _stored_bins(conn)
     return UsageWrite(usage, ranking, updates, banks, recomputed, stored_bins)
 
 
@@ -962,16 +944,11 @@ def _bins_of(texts: Iterable[str]) -> list[list[float]]:
     return list(json.loads("[" + ",".join(texts) + "]"))
 
 
-def _send_stored_bins(conn: Connection) -> Sent:
-    return conn.send("SELECT username, bank, bins FROM job_usage_bins")
-
-
-def _bins_by_key(rows: list[tuple[Any, ...]]) -> dict[AssocKey, str]:
-    return {(username, bank): bins for username, bank, bins in rows}
-
-
 def _stored_bins(conn: Connection) -> dict[AssocKey, str]:
-    return _bins_by_key(_send_stored_bins(conn).rows())
+    return {
+        (username, bank): bins
+        for username, bank, bins in conn.rows("SELECT username, bank, bins FROM job_usage_bins")
+    }
 
 
 def _write_bins(
