@@ -29,7 +29,7 @@ def set_aside() -> None:
     once a command has loaded the Site it starts from. That state (10,000 associations: about
     100,000 objects, with the modules imported to load it) lives until the command ends, and
     while young it was walked by the first collections after it, then again by each older one:
-    25-38 ms of GC in a 0.4-0.5 s update-usage, update-fshare or cron on a 1M-job PostgreSQL
+    24-40 ms of GC in a 0.36-0.50 s update-usage, update-fshare or cron on a 1M-job PostgreSQL
     ledger (gc.callbacks), 4-6 ms once set aside. The command's own objects are still
     collected: only what is alive now is set aside (gc.freeze)."""
     gc.freeze()
