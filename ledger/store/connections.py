@@ -487,10 +487,16 @@ class Connection:
         names = [d[0] for d in cur.description]
         return [dict(zip(names, row, strict=True)) for row in rows]
 
-    def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    def rows(
+        self, sql: str, params: Sequence[Any] = (), binary: bool = False
+    ) -> list[tuple[Any, ...]]:
         """The rows as tuples, in the SELECT's column order: for reads of a row per association
-        on every update, where building a dict per row (query) cost more than the read."""
-        return list(self.execute(sql, params).fetchall())
+        on every update, where building a dict per row (query) cost more than the read.
+
+        `binary` (execute's): for such a read of numbers, which the server then sends without
+        formatting each as text, nor psycopg parsing it back (10,000 rows of association_table,
+        median of 7: 14.5-17.9 -> 7.4-11.1 ms; of a checkpoint: 37-41 -> 27-35 ms)."""
+        return list(self.execute(sql, params, binary=binary).fetchall())
 
     @contextmanager
     def stream_rows(

@@ -131,6 +131,7 @@ def read(conn: Connection, position: int) -> dict[AssocKey, Entry]:
         f"SELECT username, bank, gone, {_COLUMNS} FROM fairshare_checkpoints "
         "WHERE position >= ? AND position <= ? ORDER BY position",
         (mark[0], position),
+        binary=True,
     ):
         if gone:
             out.pop((username, bank), None)

@@ -831,7 +831,7 @@ def plan_usage(
     current: dict[AssocKey, tuple[float, float]] = {
         (username, bank): (job_usage, fairshare)
         for username, bank, job_usage, fairshare in conn.rows(
-            "SELECT username, bank, job_usage, fairshare FROM association_table"
+            "SELECT username, bank, job_usage, fairshare FROM association_table", binary=True
         )
     }
     stored_bins: dict[AssocKey, str] | None = None

@@ -37,3 +37,40 @@ def test_our_read_asks_for_binary_and_gets_the_same_values(server: str) -> None:
         assert as_binary.fetchall() == as_text.fetchall()
     finally:
         conn.close()
+
+
+def test_rows_in_binary_give_the_values_and_types_of_text(server: str) -> None:
+    """An update's reads of a row per association (its usage and fair-share, a checkpoint's
+    entries) ask for binary: each column must load to the value and type the text form gives,
+    or the update would compare and write other numbers."""
+    conn = Connection(parse_store_url(f"{server}?schema=t_binary_rows"))
+    try:
+        with conn.transaction():
+            conn.execute("DROP SCHEMA IF EXISTS t_binary_rows CASCADE")
+            conn.execute("CREATE SCHEMA t_binary_rows")
+            conn.execute(
+                "CREATE TABLE t (username TEXT, bank TEXT, usage DOUBLE PRECISION, "
+                "active INTEGER, rank BIGINT)"
+            )
+            conn.executemany(
+                "INSERT INTO t VALUES (?, ?, ?, ?, ?)",
+                [
+                    ("alice", "bank ä", 0.1 + 0.2, 1, 2**40),
+                    ("bob", "b,\"q\"", 5e-324, 0, None),
+                    ("carol", "", 1.7976931348623157e308, -1, -(2**62)),
+                    ("dave", "x", -0.0, 0, 0),
+                ],
+            )
+        sql = "SELECT username, bank, usage, active, rank FROM t ORDER BY username"
+        as_text = conn.rows(sql)
+        as_binary = conn.rows(sql, binary=True)
+        assert as_binary == as_text
+        assert [[type(v) for v in row] for row in as_binary] == [
+            [type(v) for v in row] for row in as_text
+        ]
+        assert as_binary[0][2] == 0.30000000000000004 and as_binary[3][2] == 0.0
+        assert str(as_binary[3][2]) == "-0.0"
+    finally:
+        with conn.transaction():
+            conn.execute("DROP SCHEMA t_binary_rows CASCADE")
+        conn.close()
