@@ -907,7 +907,9 @@ def store_usage(conn: Connection, planned: UsageWrite) -> None:
     _update_by_association(
         conn, "association_table", ("job_usage", "fairshare"), planned.associations
     )
-    conn.executemany("UPDATE bank_table SET job_usage = ? WHERE bank = ?", planned.banks)
+    # One statement over arrays, where executemany sent one per bank (520 on the bench's site,
+    # 9 ms of a cron cycle's waits).
+    conn.update_rows("bank_table", ("job_usage",), ("bank",), ["float8[]", "text[]"], planned.banks)
     _write_bins(conn, planned.usage, planned.recomputed, planned.stored_bins)
 
 
