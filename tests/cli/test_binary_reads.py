@@ -56,7 +56,7 @@ def test_rows_in_binary_give_the_values_and_types_of_text(server: str) -> None:
                 "INSERT INTO t VALUES (?, ?, ?, ?, ?)",
                 [
                     ("alice", "bank ä", 0.1 + 0.2, 1, 2**40),
-                    ("bob", "b,\"q\"", 5e-324, 0, None),
+                    ("bob", 'b,"q"', 5e-324, 0, None),
                     ("carol", "", 1.7976931348623157e308, -1, -(2**62)),
                     ("dave", "x", -0.0, 0, 0),
                 ],
