@@ -27,6 +27,7 @@ from ledger.state import SiteState
 from ledger.store.application import Ledger
 from ledger.store.connections import Connection, StoreConfig
 from projections.writers import checkpoints, schema, usage_tables
+from projections.writers.bins import bins_blob
 from projections.writers.checkpoints import Entry
 from projections.writers.site_tables import (
     ASSOCIATION_COLUMNS,
@@ -306,7 +307,7 @@ def materialize(ledger: Ledger, conn: Connection, moment: Moment) -> Connection:
     memory.execute(usage_tables.TABLES["job_usage_bins"])
     memory.executemany(
         "INSERT INTO job_usage_bins (username, bank, bins) VALUES (?, ?, ?)",
-        [(k[0], k[1], usage_tables.bins_text(v.bins)) for k, v in usage.items()],
+        [(k[0], k[1], bins_blob(v.bins)) for k, v in usage.items()],
     )
     return memory
 

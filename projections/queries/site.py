@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from ledger.errors import NotFound
@@ -23,6 +22,7 @@ from ledger.site_config import (
 )
 from ledger.store.connections import Connection
 from ledger.usage import DEFAULT_RESET_PERIOD, UsageParams, bin_count
+from projections.writers.bins import bins_of_blob
 from projections.writers.schema import (
     ASSOCIATION_COLUMNS,
     ASSOCIATION_QOS_COLUMNS,
@@ -255,7 +255,9 @@ def usage_periods(conn: Connection, username: str) -> list[Row]:
         }
         for row in rows
         for period, value in enumerate(
-            json.loads(row["bins"]) if row["bins"] else [0.0] * (_past_periods(conn) + 1)
+            bins_of_blob(row["bins"])
+            if row["bins"] is not None
+            else [0.0] * (_past_periods(conn) + 1)
         )
     ]
 

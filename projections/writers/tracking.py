@@ -29,6 +29,8 @@ JOBS_SINCE_TOTALS_SNAPSHOT = "ledger:jobs_since_totals_snapshot"
 READ_MODEL_KEY = "__read_model_version__"
 # The read models' layout (projections.writers.schema's tables), here so that a small read checks
 # it without importing the tables.
+# 22: job_usage_bins holds each association's bins as bytes, each bin's binary64 in turn
+# (projections.writers.bins), not as the JSON text of the list;
 # 21: a fair-share checkpoint whose changes reach half the site is written whole
 # (projections.writers.checkpoints), and a copy of the totals also holds the periods of the
 # moments nearer to it than to the copy before (projections.writers.totals_snapshots): the rows
@@ -50,7 +52,7 @@ READ_MODEL_KEY = "__read_model_version__"
 # Slurm partition fields (priority_job_factor, ..., total_tres); 11: qos_table, an
 # association's qos and default_qos, a job's qos; 10 (on main): clear-usage's 0.5 indexed as a
 # stored fair-share; 9: a queue's billing_weights
-READ_MODEL_VERSION = 21
+READ_MODEL_VERSION = 22
 # The bookmarks that count log positions, each 0 in a new ledger.
 POSITIONS = (PROJECTION, SITE_VERSION, USAGE_WRITTEN)
 

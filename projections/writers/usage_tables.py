@@ -40,6 +40,7 @@ from ledger.state import Association, SiteState
 from ledger.store.connections import Connection
 from ledger.usage import UsageParams, period_of, period_start
 from projections.writers import continuous_state, totals_snapshots, tracking, usage_scope
+from projections.writers.bins import bins_blob, bins_of_blob
 from projections.writers.tracking import USAGE_WRITTEN
 from projections.writers.usage_scope import USERS_PER_QUERY, Who, who_of
 
@@ -84,7 +85,7 @@ TABLES: dict[str, str] = {
         CREATE TABLE IF NOT EXISTS job_usage_bins (
             username TEXT NOT NULL,
             bank TEXT NOT NULL,
-            bins TEXT NOT NULL,
+            bins BYTEA NOT NULL,
             PRIMARY KEY (username, bank)
         )""",
     # Opening balances: one row per entry of a UsageBalanceImported event.
@@ -729,7 +730,7 @@ def _users_usage(
     at: float,
     users: set[str],
     periods: set[int],
-    stored_bins: dict[AssocKey, str],
+    stored_bins: dict[AssocKey, bytes],
     resolver: AssociationResolver,
     every_period: bool = False,
 ) -> dict[AssocKey, AssociationUsage]:
@@ -752,8 +753,7 @@ def _users_usage(
     if rebin and not changed:  # only periods out of the window: nothing that counts moved
         return {}
     if rebin:
-        ordered = list(keys)
-        kept = dict(zip(ordered, _bins_of(stored_bins[key] for key in ordered), strict=True))
+        kept = {key: bins_of_blob(stored_bins[key]) for key in keys}
         changed_totals = _changed_periods_totals(conn, state, names, first, last, changed)
         return rebinned_usage(state, changed_totals, at, kept, set(changed), resolver)
     totals: list[PeriodTotal] = []
@@ -834,7 +834,7 @@ def plan_usage(
             "SELECT username, bank, job_usage, fairshare FROM association_table", binary=True
         )
     }
-    stored_bins: dict[AssocKey, str] | None = None
+    stored_bins: dict[AssocKey, bytes] | None = None
     recomputed: set[AssocKey] | None = None
     continuous = state.usage_model == CONTINUOUS and position is not None
     if continuous and position is not None:
@@ -899,7 +899,7 @@ class UsageWrite:
     associations: list[tuple[float, float, str, str]]  # (job_usage, fairshare, user, bank)
     banks: list[tuple[float, str]]  # (job_usage, bank)
     recomputed: set[AssocKey] | None  # whose bins are new (None: everyone's)
-    stored_bins: dict[AssocKey, str] | None  # the table's bins, read if any are new
+    stored_bins: dict[AssocKey, bytes] | None  # the table's bins, read if any are new
 
 
 def store_usage(conn: Connection, planned: UsageWrite) -> None:
@@ -914,7 +914,7 @@ def store_usage(conn: Connection, planned: UsageWrite) -> None:
 
 
 # The PostgreSQL array type of each column _update_by_association sets.
-_ARRAY_TYPES = {"job_usage": "float8[]", "fairshare": "float8[]", "bins": "text[]"}
+_ARRAY_TYPES = {"job_usage": "float8[]", "fairshare": "float8[]", "bins": "bytea[]"}
 
 
 def _update_by_association(
@@ -926,30 +926,12 @@ def _update_by_association(
     conn.update_rows(table, columns, ("username", "bank"), types, rows)
 
 
-# The bins of an association under the continuous model (it keeps none), as stored: a Fair
-# Tree update made them for each of 10,000 associations, and json.dumps of each cost 33 ms of
-# a 0.85 s (profiled) update.
-NO_BINS = json.dumps([])
-
-
-def bins_text(bins: list[float]) -> str:
-    """json.dumps(bins), as job_usage_bins holds them, for a list of finite floats (every list
-    of bins is: usage_bins makes them, rebinned_usage sums into them). A float's repr is its JSON
-    form, and one join spares json.dumps' encoder set up per list: 4,457 lists of a cron cycle
-    after 10,000 jobs, 36 -> 26 ms."""
-    return "[" + ", ".join(map(float.__repr__, bins)) + "]" if bins else NO_BINS
-
-
-def _bins_of(texts: Iterable[str]) -> list[list[float]]:
-    """The lists of bins stored as `texts`, decoded in one call (4,457 of them: 18.7 ms one
-    json.loads at a time, 6.7 ms in one)."""
-    return list(json.loads("[" + ",".join(texts) + "]"))
-
-
-def _stored_bins(conn: Connection) -> dict[AssocKey, str]:
+def _stored_bins(conn: Connection) -> dict[AssocKey, bytes]:
     return {
         (username, bank): bins
-        for username, bank, bins in conn.rows("SELECT username, bank, bins FROM job_usage_bins")
+        for username, bank, bins in conn.rows(
+            "SELECT username, bank, bins FROM job_usage_bins", binary=True
+        )
     }
 
 
@@ -957,7 +939,7 @@ def _write_bins(
     conn: Connection,
     usage: dict[tuple[str, str], AssociationUsage],
     only: set[AssocKey] | None = None,
-    stored: dict[AssocKey, str] | None = None,
+    stored: dict[AssocKey, bytes] | None = None,
 ) -> None:
     """Every association's bins as `usage` holds them; with `only`, the bins of those
     associations alone are new (the others' are kept). `stored`: the table's bins, if read.
@@ -968,7 +950,7 @@ def _write_bins(
     if stored is None:
         stored = _stored_bins(conn)
     fresh = {
-        key: bins_text(value.bins) for key, value in usage.items() if only is None or key in only
+        key: bins_blob(value.bins) for key, value in usage.items() if only is None or key in only
     }
     gone = [key for key in stored if key not in usage]
     conn.executemany("DELETE FROM job_usage_bins WHERE username = ? AND bank = ?", gone)
