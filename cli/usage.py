@@ -34,7 +34,7 @@ def update_usage(ctx: click.Context, verbose: int, actor: str | None, reason: st
         site.mark_usage_updated(stamp)
         return stamp.at
 
-    at = session(ctx).change(mark, reason, actor)
+    at = session(ctx).change(mark, reason, actor, markers_only=True)
     if verbose:
         # flux account-update-usage -v's log lines, stamped with the ledger's time of the
         # update (its scripts grep for "INFO: beginning job-usage update").
@@ -57,7 +57,8 @@ def update_fshare(ctx: click.Context, actor: str | None, reason: str | None) -> 
         site.mark_fairshare_updated(stamp)
         return stamp.at
 
-    click.echo(f"fair-share updated at {session(ctx).change(mark, reason, actor).isoformat()}")
+    at = session(ctx).change(mark, reason, actor, markers_only=True)
+    click.echo(f"fair-share updated at {at.isoformat()}")
 
 
 @click.command("clear-usage")

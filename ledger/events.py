@@ -174,6 +174,10 @@ class FairshareUpdated(SiteEvent):
     """A marker: fair-share was recomputed at this event's time (the snapshot now in force)."""
 
 
+# The markers: their fold sets the state's own update times and nothing else (ledger.reducers).
+MARKERS = (UsageUpdated, FairshareUpdated)
+
+
 class EventNeutralized(SiteEvent):
     """An event already in the log that its read models cannot apply (recorded by a release
     that appended before projecting), set aside: folds and the Site aggregate skip it (a Site

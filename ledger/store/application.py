@@ -158,7 +158,7 @@ class Ledger(Application):
         self.projector: Projector | None = None
         # Shown the Site a command is about to change (the projector keeps a copy of its state
         # to fold the command's events onto, instead of loading the Site a second time).
-        self.before_command: Callable[[Site], None] | None = None
+        self.before_command: Callable[[Site, bool], None] | None = None
         self._conn = conn
         self._owns_conn = False
         self._log_ready = False
@@ -377,17 +377,24 @@ class Ledger(Application):
         command: Callable[[Site, Stamp], T],
         reason: str = "",
         source: dict[str, Any] | None = None,
+        markers_only: bool = False,
     ) -> T:
         """Run one command against the state as it stands under the writers' lock and record
         its events with their projection, atomically. A LedgerError from the command, or a
-        value the read models cannot hold, records nothing."""
+        value the read models cannot hold, records nothing.
+
+        `markers_only`: the command records markers alone (ev.MARKERS: usage or fair-share
+        brought up to date), so before_command is told that it changes no more of the state
+        than their update times; any other event it records is a programming error."""
 
         def work(conn: Connection) -> T:
             site = self.site()
             if self.before_command is not None:
-                self.before_command(site)
+                self.before_command(site, markers_only)
             result = command(site, self.stamp(reason, source))
             events = site.collect_events()
+            if markers_only and not all(isinstance(e, ev.MARKERS) for e in events):
+                raise RuntimeError(f"a markers-only command recorded {_kinds(events)}")
             if events:
                 roles.check_may_record(self.store, events, conn)
             self._append(conn, events)
@@ -806,3 +813,7 @@ def _transient(err: BaseException) -> bool:
         | psycopg.errors.SerializationFailure
         | psycopg.errors.DeadlockDetected,
     )
+
+
+def _kinds(events: Sequence[Any]) -> str:
+    return ", ".join(type(event).__name__ for event in events)

@@ -70,7 +70,7 @@ def cron(
         site.mark_fairshare_updated(stamp)
         return stamp.at
 
-    at = s.change(update, reason, actor)
+    at = s.change(update, reason, actor, markers_only=True)
     if export_json is not None:
         _write_whole(export_json, strict_json(plugin_config(s)) + "\n")
     return CronResult(ingested, at, export_json)

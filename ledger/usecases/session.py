@@ -269,10 +269,15 @@ class Session:
         reason: str | None = None,
         actor: str | None = None,
         source: dict[str, Any] | None = None,
+        markers_only: bool = False,
     ) -> T:
+        """Run `command` on the site and record its events (Ledger.execute; `markers_only`
+        is its own)."""
         ledger = self.ledger
         ledger.actor = actor or self.actor
-        return ledger.execute(command, reason=reason or "", source=source)
+        return ledger.execute(
+            command, reason=reason or "", source=source, markers_only=markers_only
+        )
 
     def close(self) -> None:
         if self._ledger is not None:
@@ -292,10 +297,10 @@ def _attach(ledger: Ledger) -> None:
     runner.attach(ledger)
     projector_hook = ledger.before_command
 
-    def before_command(site: Site) -> None:
+    def before_command(site: Site, markers_only: bool) -> None:
         set_aside()
         if projector_hook is not None:
-            projector_hook(site)
+            projector_hook(site, markers_only)
             set_aside()
 
     ledger.before_command = before_command

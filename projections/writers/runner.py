@@ -25,7 +25,7 @@ from ledger.reducers import Touched, fold
 from ledger.site import SITE_ID, Site
 from ledger.site_config import CONTINUOUS
 from ledger.site_usage import AssociationUsage, AssocKey
-from ledger.state import SiteState, copy_state
+from ledger.state import SiteState, copy_for_markers, copy_state
 from ledger.store import log_tables
 from ledger.store.application import Ledger, _first_line, unprojectable_errors
 from ledger.store.connections import Connection
@@ -475,17 +475,20 @@ def project(
 def attach(ledger: Ledger) -> None:
     """Make `ledger` project what it appends, in the same transaction."""
     ledger.projector = lambda conn, appended: project(ledger, conn, appended)
-    ledger.before_command = lambda site: _remember(ledger, site)
+    ledger.before_command = lambda site, markers_only: _remember(ledger, site, markers_only)
 
 
-def _remember(ledger: Ledger, site: Site) -> None:
+def _remember(ledger: Ledger, site: Site, markers_only: bool = False) -> None:
     """The state a command starts from is the one its events are folded onto, when the read
     models are current: a copy taken before the command changes it spares the projector
     loading the Site again (0.04-0.15 s at 10,000 associations by snapshot form, on every write
-    of a new process)."""
+    of a new process). A command that records markers alone (a cron cycle's updates) changes
+    none of the state's tables: they are shared, not copied (copy_for_markers). The Site is
+    the command's own, loaded for it and dropped after it, so nothing changes them later."""
     cached = _FOLDED.get(ledger)
     if cached is None or cached[0] != site.version:
-        _FOLDED[ledger] = (site.version, copy_state(site.state))
+        copy = copy_for_markers if markers_only else copy_state
+        _FOLDED[ledger] = (site.version, copy(site.state))
 
 
 def catch_up(ledger: Ledger, conn: Connection) -> int:

@@ -1,7 +1,7 @@
 """The site state's plain representation: comma lists as associations hold queues and projects."""
 
 from ledger.site_config import csv_items
-from ledger.state import copy_state, state_to_dict
+from ledger.state import copy_for_markers, copy_state, state_to_dict
 from tests.unit.site_events import STAMP, T0, Command, flux_account_tree, given, queue, user
 
 
@@ -56,3 +56,18 @@ def test_changing_the_copy_leaves_the_original_as_it_was() -> None:
     for change in _changes()[:2] + _changes()[4:]:  # user5013 is not in C here
         change(twin, STAMP)
     assert state_to_dict(site.state) == before
+
+
+# --- copy_for_markers: a command that records markers alone shares the state's tables ---------
+
+
+def test_a_copy_for_markers_keeps_its_update_times_and_shares_the_tables() -> None:
+    site = given(*flux_account_tree(), queue("batch"))
+    before = state_to_dict(site.state)
+    copied = copy_for_markers(site.state)
+    site.mark_usage_updated(STAMP)
+    site.mark_fairshare_updated(STAMP)
+    assert state_to_dict(site.state) != before  # the markers took, on the original only
+    assert state_to_dict(copied) == before
+    assert copied.associations is site.state.associations  # shared, not copied
+    assert copied.banks is site.state.banks
