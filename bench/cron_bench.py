@@ -23,6 +23,7 @@ from bench.generate import SiteSpec, write_jobs
 from bench.source import measure_this_tree
 from ledger.usecases.cron import cron
 from ledger.usecases.session import Session
+from ledger.usecases.updates import update_fairshare
 
 NEW_JOBS = 10_000
 CYCLE_TARGET = 0.5  # seconds: 10k new jobs at 1M jobs / 10k associations, ingest excluded
@@ -107,7 +108,7 @@ def _cycle(s: Session) -> None:
 
 
 def _update_fshare(s: Session) -> None:
-    s.change(lambda site, stamp: site.mark_fairshare_updated(stamp), None, None)
+    update_fairshare(s)  # the CLI's update-fshare
 
 
 def _cell(inside: float, cli_wall: float, target: float) -> Cell:

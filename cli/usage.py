@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import TYPE_CHECKING
 
 import click
@@ -11,6 +10,7 @@ from cli.params import TIME
 from cli.session import change_options, session
 from ledger.bounds import printable
 from ledger.site import Site, Stamp
+from ledger.usecases import updates
 
 if TYPE_CHECKING:
     # The report's module (and the job queries under it) is imported when a report is asked
@@ -30,11 +30,7 @@ if TYPE_CHECKING:
 def update_usage(ctx: click.Context, verbose: int, actor: str | None, reason: str | None) -> None:
     """Recompute every association's decayed usage at the ledger's time."""
 
-    def mark(site: Site, stamp: Stamp) -> datetime:
-        site.mark_usage_updated(stamp)
-        return stamp.at
-
-    at = session(ctx).change(mark, reason, actor, markers_only=True)
+    at = updates.update_usage(session(ctx), actor, reason)
     if verbose:
         # flux account-update-usage -v's log lines, stamped with the ledger's time of the
         # update (its scripts grep for "INFO: beginning job-usage update").
@@ -53,11 +49,7 @@ def update_usage(ctx: click.Context, verbose: int, actor: str | None, reason: st
 def update_fshare(ctx: click.Context, actor: str | None, reason: str | None) -> None:
     """Bring usage up to date and recompute fair-share (the weighted tree walk)."""
 
-    def mark(site: Site, stamp: Stamp) -> datetime:
-        site.mark_fairshare_updated(stamp)
-        return stamp.at
-
-    at = session(ctx).change(mark, reason, actor, markers_only=True)
+    at = updates.update_fairshare(session(ctx), actor, reason)
     click.echo(f"fair-share updated at {at.isoformat()}")
 
 

@@ -21,9 +21,9 @@ from ledger.errors import InvalidValue
 from ledger.flux_accounting.payloads import strict_json
 from ledger.usecases.priority import plugin_config
 from ledger.usecases.session import Session
+from ledger.usecases.updates import update_both
 
 if TYPE_CHECKING:
-    from ledger.site import Site, Stamp
     from ledger.usecases.ingest import IngestNotes, IngestResult
 
 
@@ -65,12 +65,7 @@ def cron(
             s, jobs.lines, jobs.name, jobs.fmt, jobs.skip_invalid, actor, reason, notes
         )
 
-    def update(site: Site, stamp: Stamp) -> datetime:
-        site.mark_usage_updated(stamp)
-        site.mark_fairshare_updated(stamp)
-        return stamp.at
-
-    at = s.change(update, reason, actor, markers_only=True)
+    at = update_both(s, actor, reason)
     if export_json is not None:
         _write_whole(export_json, strict_json(plugin_config(s)) + "\n")
     return CronResult(ingested, at, export_json)

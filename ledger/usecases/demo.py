@@ -19,7 +19,6 @@ from typing import Any
 
 from ledger.clock import AsOf, real_now
 from ledger.errors import AlreadyExists, LedgerMissing
-from ledger.site import Site, Stamp
 from ledger.site_config import CLASSIC, FAIR_TREE, TIMEZONE_KEY
 from ledger.store.connections import SCHEMA_NAME_LENGTH, StoreConfig
 from ledger.usecases import demo_slurm
@@ -32,6 +31,7 @@ from ledger.usecases.session import Session
 from ledger.usecases.slurm_import import Imported, import_source, parse_source
 from ledger.usecases.sprio import SprioAnswer, SprioRequest, sprio
 from ledger.usecases.sshare import SshareRequest, sshare
+from ledger.usecases.updates import update_fairshare
 from projections.queries import history as history_view
 from projections.queries import site as site_queries
 from projections.queries.explain import Explanation
@@ -185,7 +185,7 @@ def _run_flux_site(s: Session, now: float, start: float, weeks: int, seed: int) 
         yield Running(f"ingest {name}")
         yield JobsIngested(ingest(s, iter(records), name, "jsonl", reason=JOBS_REASON))
         yield Running("update-fshare")
-        yield FairshareUpdated(s.change(_update_fairshare))
+        yield FairshareUpdated(update_fairshare(s))
     yield Section()
     yield Running(f"view-bank {TOP_BANK} --tree --as-of 1w")
     yield bank_tree(s, TOP_BANK, AsOf(ago=WEEK))
@@ -246,7 +246,7 @@ def run_slurm_site(s: Session, now: float, seed: int) -> Iterator[Step]:
     yield Running(f"ingest --format sacct {demo_slurm.SACCT_NAME}")
     yield JobsIngested(ingest(s, iter(lines), demo_slurm.SACCT_NAME, "sacct", reason=JOBS_REASON))
     yield Running("update-fshare")
-    yield FairshareUpdated(s.change(_update_fairshare))
+    yield FairshareUpdated(update_fairshare(s))
     yield Running("sshare -a -l")
     yield Sshare(sshare(s, SshareRequest(all_users=True)))
     yield Running(f"sshare -a -l --algorithm {CLASSIC}")
@@ -275,12 +275,6 @@ def _reallocate(s: Session) -> Iterator[Step]:
         lambda site, st: site.edit_user(st, "alice", None, {"max_running_jobs": 10}),
         reason="paper deadline",
     )
-
-
-def _update_fairshare(site: Site, stamp: Stamp) -> datetime:
-    """What update-fshare does: usage brought up to date and fair-share recomputed, at now."""
-    site.mark_fairshare_updated(stamp)
-    return stamp.at
 
 
 def bank_tree(s: Session, top: str, as_of: AsOf | None = None) -> BankTree:

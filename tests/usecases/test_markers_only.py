@@ -1,7 +1,7 @@
-"""A command that records markers alone (usage or fair-share brought up to date: a cron cycle's
-updates) starts the projector from a copy of the state that shares its tables; the numbers are
-those of a full copy, and any other event from such a command is refused, with nothing
-recorded."""
+"""A command that records markers alone (usage or fair-share brought up to date: update-usage,
+update-fshare, a cron cycle's updates) starts the projector from a copy of the state that
+shares its tables; the numbers are those of a full copy, and any other event from such a
+command is refused, with nothing recorded."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 
 from ledger.state import state_to_dict
 from ledger.usecases.cron import cron
+from ledger.usecases.updates import update_fairshare, update_usage
 from projections.writers import runner
 from tests.conftest import T0
 from tests.usecases.ledgers import change, ended, new_ledger, record
@@ -31,8 +32,9 @@ def _shown(session: Any) -> list[tuple[Any, ...]]:
     )
 
 
-def test_a_cron_cycle_copies_none_of_the_state_and_shows_what_a_full_copy_shows(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("update", [cron, update_usage, update_fairshare])
+def test_an_update_copies_none_of_the_state_and_shows_what_a_full_copy_shows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, update: Any
 ) -> None:
     (tmp_path / "full").mkdir()
     (tmp_path / "shared").mkdir()
@@ -42,13 +44,13 @@ def test_a_cron_cycle_copies_none_of_the_state_and_shows_what_a_full_copy_shows(
         for session in (full, shared):
             change(session, _site)
             record(session, ended(1, 5001, T0 + 50, 30), ended(2, 5002, T0 + 55, 10))
-        cron(full)
+        update(full)
 
         def refused(state: Any) -> Any:
             raise AssertionError("a markers-only command copied the whole state")
 
         monkeypatch.setattr(runner, "copy_state", refused)
-        cron(shared)
+        update(shared)
         assert _shown(shared) == _shown(full)
         monkeypatch.undo()
         # The same process goes on with a command that changes the state, then a cycle: the
@@ -56,7 +58,7 @@ def test_a_cron_cycle_copies_none_of_the_state_and_shows_what_a_full_copy_shows(
         for session in (full, shared):
             change(session, lambda site, stamp: site.edit_user(stamp, "bob", "A", {"shares": 3}))
             record(session, ended(3, 5001, T0 + 60, 5))
-            cron(session)
+            update(session)
         assert _shown(shared) == _shown(full)
         assert [row[2] for row in _shown(shared)] == [1, 3]
         assert state_to_dict(shared.ledger.state()) == state_to_dict(full.ledger.state())
