@@ -156,8 +156,9 @@ class Ledger(Application):
         self.requested_now = now
         self.actor = actor
         self.projector: Projector | None = None
-        # Shown the Site a command is about to change (the projector keeps a copy of its state
-        # to fold the command's events onto, instead of loading the Site a second time).
+        # Shown the Site a command is about to change, and whether the command records markers
+        # alone (the projector keeps a copy of its state to fold the command's events onto,
+        # instead of loading the Site a second time).
         self.before_command: Callable[[Site, bool], None] | None = None
         self._conn = conn
         self._owns_conn = False
