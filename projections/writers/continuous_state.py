@@ -73,31 +73,43 @@ def read_at(
     return reading
 
 
+class Updated(NamedTuple):
+    """update's answer: every association's usage, and whether the associations are those of
+    the update it carried the sums from (nothing but jobs, updates and changes that move no
+    usage came between: none was added, removed or given jobs of another)."""
+
+    usage: dict[AssocKey, AssociationUsage]
+    same_associations: bool
+
+
 def update(
     conn: Connection, state: SiteState, at: float, position: int, since: int | None
-) -> dict[AssocKey, AssociationUsage]:
+) -> Updated:
     """Every association's usage at `at` for the usage update at log position `position`,
     carried forward from the reading of the update at `since` (usage_tables.settled_position)
     when the stored sums are that reading's and no reset boundary came between; else read
     whole. Either way the sums are stored for the next update."""
     carried_forward = carried(conn, state, at, position, since)
+    same = False
     if carried_forward is None:
         reading = read_at(conn, state, at)
         _store_all(conn, reading)
     else:
-        reading, grown = carried_forward
-        _store(conn, reading, grown)
+        reading, grown, restarted = carried_forward
+        _store(conn, reading, grown | restarted)
+        same = not restarted
     conn.execute("DELETE FROM continuous_mark")
     conn.execute("INSERT INTO continuous_mark VALUES (?, ?, ?)", (position, at, reading.boundary))
-    return reading.usage(state)
+    return Updated(reading.usage(state), same)
 
 
 def carried(
     conn: Connection, state: SiteState, at: float, position: int, since: int | None
-) -> tuple[ContinuousReading, set[AssocKey]] | None:
+) -> tuple[ContinuousReading, set[AssocKey], set[AssocKey]] | None:
     """The reading at `at` of the jobs recorded before `position` from the stored sums and
-    the jobs they do not hold (and the associations whose sums that grew or restarted), or
-    None when the sums cannot be carried to `at`: `since` is usage_tables.settled_position."""
+    the jobs they do not hold, the associations whose sums that grew, and those of the users
+    whose sums restarted (a new association or default bank of theirs: usage_scope); or None
+    when the sums cannot be carried to `at`: `since` is usage_tables.settled_position."""
     if since is None:
         return None
     stored = _stored_mark(conn)
@@ -144,7 +156,7 @@ def carried(
             job for job in _jobs_of(conn, state, scoped, position) if _theirs(resolver, job, scoped)
         ]
     grown = add_jobs(state, reading, jobs, resolver)
-    return reading, grown | restarted
+    return reading, grown, restarted
 
 
 def subtracted(

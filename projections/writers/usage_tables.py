@@ -838,7 +838,12 @@ def plan_usage(
     recomputed: set[AssocKey] | None = None
     continuous = state.usage_model == CONTINUOUS and position is not None
     if continuous and position is not None:
-        usage = continuous_state.update(conn, state, at, position, since)
+        usage, same_associations = continuous_state.update(conn, state, at, position, since)
+        if same_associations:
+            # This model keeps no bins (each association's are empty), and no association came
+            # or went since the update that wrote them: none is new, and none is read (a Fair
+            # Tree update after 10,000 jobs read and compared 10,000 rows, 28-34 ms).
+            recomputed = set()
     elif since is not None and position is not None:
         keys = [(a.username, a.bank) for a in state.all_associations()]
         if all(key in current for key in keys):
