@@ -32,10 +32,24 @@ def _shown(session: Any) -> list[tuple[Any, ...]]:
     )
 
 
-@pytest.mark.parametrize("update", [cron, update_usage, update_fairshare])
+def _both(site: Any, stamp: Any) -> None:
+    site.mark_usage_updated(stamp)
+    site.mark_fairshare_updated(stamp)
+
+
+@pytest.mark.parametrize(
+    ("update", "plain"),
+    [
+        (cron, _both),
+        (update_usage, lambda site, stamp: site.mark_usage_updated(stamp)),
+        (update_fairshare, lambda site, stamp: site.mark_fairshare_updated(stamp)),
+    ],
+)
 def test_an_update_copies_none_of_the_state_and_shows_what_a_full_copy_shows(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, update: Any
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, update: Any, plain: Any
 ) -> None:
+    """`full` runs the same markers as a plain command (the state copied whole), `shared` as
+    the markers-only use case."""
     (tmp_path / "full").mkdir()
     (tmp_path / "shared").mkdir()
     full = new_ledger(tmp_path / "full")
@@ -44,7 +58,8 @@ def test_an_update_copies_none_of_the_state_and_shows_what_a_full_copy_shows(
         for session in (full, shared):
             change(session, _site)
             record(session, ended(1, 5001, T0 + 50, 30), ended(2, 5002, T0 + 55, 10))
-        update(full)
+            session.set_now(T0 + 3600)
+        change(full, plain)
 
         def refused(state: Any) -> Any:
             raise AssertionError("a markers-only command copied the whole state")
@@ -52,13 +67,16 @@ def test_an_update_copies_none_of_the_state_and_shows_what_a_full_copy_shows(
         monkeypatch.setattr(runner, "copy_state", refused)
         update(shared)
         assert _shown(shared) == _shown(full)
+        assert all(row[3] > 0 for row in _shown(shared))  # the jobs count
         monkeypatch.undo()
-        # The same process goes on with a command that changes the state, then a cycle: the
-        # state the first cycle left to the projector is not the one the next command changes.
+        # The same process goes on with a command that changes the state, then an update: the
+        # state the first update left to the projector is not the one the next command changes.
         for session in (full, shared):
             change(session, lambda site, stamp: site.edit_user(stamp, "bob", "A", {"shares": 3}))
             record(session, ended(3, 5001, T0 + 60, 5))
-            update(session)
+            session.set_now(T0 + 7200)
+        change(full, plain)
+        update(shared)
         assert _shown(shared) == _shown(full)
         assert [row[2] for row in _shown(shared)] == [1, 3]
         assert state_to_dict(shared.ledger.state()) == state_to_dict(full.ledger.state())
