@@ -373,6 +373,12 @@ class _Folder:
         planned = usage_tables.plan_usage(
             self.conn, self.state, at, True, position, since, self._walk
         )
+        # A checkpoint written whole after a walk that ranked everyone takes nothing from the
+        # last one: its entries are read back only if that is not known from the columns.
+        if last is not None and checkpoints.whole_without_previous(
+            self.state, planned.ranking, last, len(planned.associations), since == last.position
+        ):
+            last = None
         # The columns' UPDATEs (10,000 rows on a large site) run on the server while the
         # checkpoint is worked out here, from the last one read back before they go out.
         if last is not None:

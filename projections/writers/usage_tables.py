@@ -873,6 +873,7 @@ def plan_usage(
             and walked is not None
             and state.fairshare_algorithm == WEIGHTED_WALK
             and not policy_changed_between(conn, since, position)
+            and not _moved(usage, current)
         ):
             kept = walked(since, usage)
         ranking = kept if kept is not None else site_ranking(state, usage)
@@ -892,6 +893,16 @@ def plan_usage(
     if recomputed is None or recomputed:
         stored_bins = stored_bins if stored_bins is not None else _stored_bins(conn)
     return UsageWrite(usage, ranking, updates, banks, recomputed, stored_bins)
+
+
+def _moved(
+    usage: dict[AssocKey, AssociationUsage], current: dict[AssocKey, tuple[float, float]]
+) -> bool:
+    """Whether any association's usage differs from its column. The columns hold the usage of
+    the update at `since` (settled_position), which its walk ranked: a usage that moved is not
+    the one that walk ranked, and asking `walked` would read its checkpoint back (10,000 rows)
+    only to find that out."""
+    return any(key not in current or current[key][0] != value.usage for key, value in usage.items())
 
 
 @dataclass(frozen=True)

@@ -1,13 +1,14 @@
 """What a fair-share checkpoint writes (projections.writers.checkpoints.plan), in memory: only
 the entries that changed since the previous checkpoint, over a full one, or the whole site when
-the changes would make the next update's read back longer than writing it whole."""
+the changes would make the next update's read back longer than writing it whole; and when that
+is known without the previous checkpoint's entries (whole_without_previous)."""
 
 from __future__ import annotations
 
 from ledger.fairshare import Ranking
 from ledger.site_usage import AssociationUsage, AssocKey
 from ledger.state import SiteState
-from projections.writers.checkpoints import Written, plan
+from projections.writers.checkpoints import Written, plan, whole_without_previous
 from tests.unit.test_fairshare_in_force import site as site_of
 
 SITE = 10
@@ -77,3 +78,41 @@ def test_the_first_checkpoint_is_full_and_an_unchanged_one_writes_no_row() -> No
     same = plan(site(), POSITION, usage(0), ranking(), previous(2))
     assert same.rows == []
     assert (same.written.base, same.written.chain_rows) == (1, 2)
+
+
+def test_a_whole_checkpoint_known_from_the_columns_is_the_one_planned_after_the_previous() -> None:
+    """Half the site's columns changed, where the columns hold the previous checkpoint, and
+    every association ranked: whole, and planned without the previous entries it is the same
+    checkpoint, row for row."""
+    for moved in (5, 9, 10):
+        last = previous(0)
+        assert whole_without_previous(site(), ranking(), last, moved, True), moved
+
+        with_previous = plan(site(), POSITION, usage(moved), ranking(), last)
+        without = plan(site(), POSITION, usage(moved), ranking(), None)
+        assert without.rows == with_previous.rows
+        assert len(without.rows) == SITE
+        assert without.written.entries == with_previous.written.entries
+        assert (without.written.base, without.written.chain_rows) == (POSITION, 0)
+
+
+def test_a_chain_near_the_site_makes_fewer_changed_columns_enough() -> None:
+    assert not whole_without_previous(site(), ranking(), previous(0), 3, True)
+    assert whole_without_previous(site(), ranking(), previous(7), 3, True)
+    assert plan(site(), POSITION, usage(3), ranking(), previous(7)).written.base == POSITION
+
+
+def test_the_previous_entries_are_needed_for_fewer_changes_other_columns_or_an_unranked_one() -> (
+    None
+):
+    # Fewer than half changed: written as changes, which only the previous entries tell.
+    assert not whole_without_previous(site(), ranking(), previous(0), 4, True)
+    # The columns hold another update than the previous checkpoint's (an update-usage since):
+    # a changed column says nothing about the entries.
+    assert not whole_without_previous(site(), ranking(), previous(0), SITE, False)
+    # An association the walk did not rank carries its value over from the previous entry.
+    inactive = site_of(
+        *[(username, bank, 10.0, n != 0) for n, (username, bank) in enumerate(USERS)]
+    )
+    unranked = Ranking({key: SITE - n for n, key in enumerate(USERS) if n != 0}, SITE - 1)
+    assert not whole_without_previous(inactive, unranked, previous(0), SITE, True)
