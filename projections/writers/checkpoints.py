@@ -314,8 +314,9 @@ def plan(
     last: Written | None,
 ) -> Planned:
     """The checkpoint of the walk the projection just did at `position`, after `last` (the
-    previous one, its entries read back; None if there is none), without touching the database:
-    store writes it.
+    previous one, its entries read back; None if there is none, or if whole_without_previous
+    found that this one takes nothing from it), without touching the database: store writes
+    it.
 
     Only what changed since the previous checkpoint is written (most associations of a site
     are idle between two updates), as rows over a full checkpoint; a new full one is written
