@@ -12,6 +12,7 @@ import is part of the start-up."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import secrets
 import shutil
@@ -82,8 +83,12 @@ def measure(runs: int = RUNS, pg_url: str | None = None) -> dict[str, tuple[str,
         schema = f"bench_startup_{secrets.token_hex(4)}"
         try:
             out |= _reads(with_schema(pg_url, schema), (POSTGRES_READ,), runs, env)
+        except Exception as err:  # noqa: BLE001 - a server that fails is a row that says so
+            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            out[POSTGRES_READ[0]] = (f"failed: {first}", False)
         finally:
-            drop_schema(pg_url, schema)
+            with contextlib.suppress(Exception):  # nothing to drop where nothing was made
+                drop_schema(pg_url, schema)
     return out
 
 
