@@ -29,7 +29,10 @@ def _checkpoints(store: Store) -> tuple[list[Any], list[Any]]:
 
 
 def test_a_cycle_that_moves_most_columns_reads_no_checkpoint_and_writes_the_same(
-    store: Store, twin: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    store: Store,
+    twin: Store,  # noqa: F811 (the fixture)
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     reads: list[int] = []
     read = checkpoints.read
