@@ -62,5 +62,7 @@ def test_a_cycle_that_moves_most_columns_reads_no_checkpoint_and_writes_the_same
     # Only alice in physics: one of three moves, the checkpoint is written as changes.
     path = write(tmp_path / "third.jsonl", job(20, end=SECOND + 3000, duration=5))
     assert cycle(path, SECOND + 3600) != []
-    positions = {row[0] for row in _checkpoints(store)[0]}
-    assert len(positions) == 3
+    rows, marks = _checkpoints(store)
+    assert len({row[0] for row in rows}) == 3
+    position, base, chain_rows = marks[-1]
+    assert base != position and chain_rows > 0  # changes over the whole one before
