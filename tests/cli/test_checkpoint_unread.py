@@ -12,6 +12,7 @@ import pytest
 from ledger.store.connections import Connection, parse_store_url
 from projections.writers import checkpoints
 from tests.cli.test_cron import FIRST, SECOND, _jobs, _site, twin  # noqa: F401 (a fixture)
+from tests.cli.test_cron_incremental import store_calls
 from tests.cli.test_ingest import job, write
 from tests.conftest import Store
 
@@ -34,19 +35,12 @@ def test_a_cycle_that_moves_most_columns_reads_no_checkpoint_and_writes_the_same
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    reads: list[int] = []
-    read = checkpoints.read
-
-    def counted(conn: Any, position: int) -> Any:
-        reads.append(position)
-        return read(conn, position)
-
-    monkeypatch.setattr(checkpoints, "read", counted)
+    reads = store_calls(monkeypatch, checkpoints, "read")
     whole_without_previous = checkpoints.whole_without_previous
     for ledger in (store, twin):
         _site(ledger)
 
-    def cycle(path: str, at: float) -> list[int]:
+    def cycle(path: str, at: float) -> list[str]:
         """`cron --ingest path` on both; the checkpoint reads of `store`'s cycle."""
         monkeypatch.setattr(checkpoints, "whole_without_previous", lambda *args: False)
         twin.run("cron", "--ingest", path, now=at)

@@ -13,6 +13,7 @@ import pytest
 from ledger.usecases.cron import cron
 from ledger.usecases.updates import update_usage
 from projections.writers import checkpoints
+from tests.cli.test_cron_incremental import store_calls
 from tests.conftest import T0
 from tests.usecases.ledgers import change, ended, new_ledger, record
 
@@ -35,21 +36,14 @@ def _checkpoints(session: Any) -> list[tuple[Any, ...]]:
 def test_a_walk_that_changes_half_the_columns_reads_no_checkpoint_and_writes_the_same(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    reads: list[int] = []
-    read = checkpoints.read
-
-    def counted(conn: Any, position: int) -> Any:
-        reads.append(position)
-        return read(conn, position)
-
-    monkeypatch.setattr(checkpoints, "read", counted)
+    reads = store_calls(monkeypatch, checkpoints, "read")
     whole_without_previous = checkpoints.whole_without_previous
     (tmp_path / "reads").mkdir()
     (tmp_path / "skips").mkdir()
     reads_back = new_ledger(tmp_path / "reads")
     skips = new_ledger(tmp_path / "skips")
 
-    def cycle(*jobs: dict[str, Any], at: float, update: Any = cron) -> list[int]:
+    def cycle(*jobs: dict[str, Any], at: float, update: Any = cron) -> list[str]:
         """`jobs`, then `update` on both ledgers; the checkpoint reads of the one that skips."""
         for session in (reads_back, skips):
             record(session, *jobs)
