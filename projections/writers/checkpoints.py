@@ -374,7 +374,7 @@ def plan(
 
 
 def whole_without_previous(
-    state: SiteState, ranking: Ranking, last: Written, changed_columns: int, columns_hold_last: bool
+    state: SiteState, ranking: Ranking, last: Written, changed_columns: int, since: int | None
 ) -> bool:
     """Whether plan, after `last`, would write the checkpoint of `ranking` whole and take
     nothing from `last`'s entries, so that they need not be read back (10,000 rows at 10,000
@@ -382,12 +382,13 @@ def whole_without_previous(
     the changes known without them already make the checkpoint whole (_writes_full).
 
     Known without them: `changed_columns`, the associations whose usage or fair-share columns
-    the update changes, where the columns hold what `last` holds (`columns_hold_last`: the
-    update that wrote `last` is the one the columns hold, settled_position). Each such
-    association's entry changes too: a ranked entry's usage and value are its columns', an
-    entry the last walk did not rank now has a rank, and a new association had no entry. A
-    weighted walk after 10,000 new jobs changes 89-93 % of the entries, a Fair Tree update all."""
-    if not columns_hold_last:
+    the update changes, where the columns hold what `last` holds: `since`, the update whose
+    values they hold (usage_tables.settled_position; None: none), is the one that wrote
+    `last`. Each such association's entry changes too: a ranked entry's usage and value are its
+    columns', an entry the last walk did not rank now has a rank, and a new association had no
+    entry. A weighted walk after 10,000 new jobs changes 89-93 % of the entries, a Fair Tree
+    update all."""
+    if since != last.position:
         return False
     ranked = ranking.fairshare()
     associations = 0

@@ -376,7 +376,7 @@ class _Folder:
         # A checkpoint written whole after a walk that ranked everyone takes nothing from the
         # last one: its entries are read back only if that is not known from the columns.
         if last is not None and checkpoints.whole_without_previous(
-            self.state, planned.ranking, last, len(planned.associations), since == last.position
+            self.state, planned.ranking, last, len(planned.associations), since
         ):
             last = None
         # The columns' UPDATEs (10,000 rows on a large site) run on the server while the

@@ -86,7 +86,7 @@ def test_a_whole_checkpoint_known_from_the_columns_is_the_one_planned_after_the_
     checkpoint, row for row."""
     for moved in (5, 9, 10):
         last = previous(0)
-        assert whole_without_previous(site(), ranking(), last, moved, True), moved
+        assert whole_without_previous(site(), ranking(), last, moved, PREVIOUS), moved
 
         with_previous = plan(site(), POSITION, usage(moved), ranking(), last)
         without = plan(site(), POSITION, usage(moved), ranking(), None)
@@ -97,8 +97,8 @@ def test_a_whole_checkpoint_known_from_the_columns_is_the_one_planned_after_the_
 
 
 def test_a_chain_near_the_site_makes_fewer_changed_columns_enough() -> None:
-    assert not whole_without_previous(site(), ranking(), previous(0), 3, True)
-    assert whole_without_previous(site(), ranking(), previous(7), 3, True)
+    assert not whole_without_previous(site(), ranking(), previous(0), 3, PREVIOUS)
+    assert whole_without_previous(site(), ranking(), previous(7), 3, PREVIOUS)
     assert plan(site(), POSITION, usage(3), ranking(), previous(7)).written.base == POSITION
 
 
@@ -106,13 +106,14 @@ def test_the_previous_entries_are_needed_for_fewer_changes_other_columns_or_an_u
     None
 ):
     # Fewer than half changed: written as changes, which only the previous entries tell.
-    assert not whole_without_previous(site(), ranking(), previous(0), 4, True)
+    assert not whole_without_previous(site(), ranking(), previous(0), 4, PREVIOUS)
     # The columns hold another update than the previous checkpoint's (an update-usage since):
-    # a changed column says nothing about the entries.
-    assert not whole_without_previous(site(), ranking(), previous(0), SITE, False)
+    # a changed column says nothing about the entries (None: no settled update at all).
+    assert not whole_without_previous(site(), ranking(), previous(0), SITE, POSITION - 1)
+    assert not whole_without_previous(site(), ranking(), previous(0), SITE, None)
     # An association the walk did not rank carries its value over from the previous entry.
     inactive = site_of(
         *[(username, bank, 10.0, n != 0) for n, (username, bank) in enumerate(USERS)]
     )
     unranked = Ranking({key: SITE - n for n, key in enumerate(USERS) if n != 0}, SITE - 1)
-    assert not whole_without_previous(inactive, unranked, previous(0), SITE, True)
+    assert not whole_without_previous(inactive, unranked, previous(0), SITE, PREVIOUS)
