@@ -14,6 +14,13 @@ the log's key index and in the jobs table, none lost and none twice.
 With --separate (always in bench.run's row), the K files then go at once into K fresh ledgers,
 one each, which share no lock, stream, chain, table or index: the rate a stream per cluster
 could reach at best on this machine, beside what the one stream gives.
+
+With --timeline, each ingester runs under bench.lock_timeline, and each run prints when each
+ingester first asked for the writers' lock (its validation done), how long it held it, and the
+CPU it and its server backend took: the recording chain the K share, against what each does
+alone. With --stagger N, ingester k of the K runs at `nice` N·(k - 1): the first to start takes
+the CPUs first, an order that ingesters started together cannot agree on by themselves, which
+shows what staging them could give at best.
 """
 
 from __future__ import annotations
@@ -22,17 +29,20 @@ import argparse
 import os
 import secrets
 import subprocess
+import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from bench.busy import machine_busy_seconds
 from bench.generate import EPOCH, WEEK, SiteSpec, populate, site_spec, write_jobs
+from bench.lock_timeline import TIMELINE_FILE, Timeline, timelines
 from bench.source import fairledger, measure_this_tree
 from bench.targets import DEFAULT_PG_URL
 from ledger.store.connections import Connection, parse_store_url
 
 NOW = EPOCH + WEEK + 3600.0  # after every generated job's end
+MOST_NICE = 19  # the lowest priority `nice` gives
 
 
 @dataclass(frozen=True)
@@ -41,6 +51,7 @@ class Run:
     busy: float  # seconds the machine's CPUs were busy meanwhile (its server's included)
     jobs: int  # what the ledger holds after it: job keys and jobs rows, which must agree
     rows: int
+    timelines: list[Timeline] = field(default_factory=list)  # with Launch.timeline
 
     def shown(self, jobs: int) -> str:
         """Its rate, and what bounds it: how busy it kept the CPUs, and the CPU a job took."""
@@ -56,26 +67,50 @@ def _fairledger(url: str, *args: str, now: float = NOW) -> list[str]:
     return fairledger(url, *args, now=now)
 
 
-def _at_once(ingests: list[tuple[str, str]]) -> tuple[float, float]:
+@dataclass(frozen=True)
+class Launch:
+    """How the ingesters are started: ingester k at `nice` stagger·k (k from 0), and, with
+    `timeline`, each under bench.lock_timeline."""
+
+    stagger: int = 0
+    timeline: bool = False
+
+    def command(self, k: int, url: str, path: str) -> list[str]:
+        niced = ["nice", "-n", str(self.stagger * k)] if self.stagger else []
+        watched = [sys.executable, "-m", "bench.lock_timeline"] if self.timeline else None
+        return [*niced, *fairledger(url, "ingest", path, now=NOW, command=watched)]
+
+
+def _at_once(
+    ingests: list[tuple[str, str]], launch: Launch = Launch()
+) -> tuple[float, float, list[Timeline]]:
     """`fairledger ingest PATH` into each (ledger URL, PATH), all started together: (wall
-    seconds until the last ends, the machine's busy CPU seconds meanwhile). Every ingester is
-    waited for before the first failure is raised: a ledger is dropped only once nothing
-    writes to it any more, and no ingester is left running."""
-    started, busy = time.perf_counter(), machine_busy_seconds()
-    procs = [
-        subprocess.Popen(
-            _fairledger(url, "ingest", path), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-        )
-        for url, path in ingests
-    ]
-    failures = []
-    for proc in procs:
-        _out, err = proc.communicate()
-        if proc.returncode != 0:
-            failures.append(err.decode(errors="replace").strip())
-    if failures:
-        raise RuntimeError(f"an ingester failed: {failures[0]}")
-    return time.perf_counter() - started, machine_busy_seconds() - busy
+    seconds until the last ends, the machine's busy CPU seconds meanwhile, each ingester's
+    timeline with launch.timeline). Every ingester is waited for before the first failure is
+    raised: a ledger is dropped only once nothing writes to it any more, and no ingester is
+    left running."""
+    with tempfile.TemporaryDirectory(prefix="fairledger-timeline-") as folder:
+        started, busy = time.perf_counter(), machine_busy_seconds()
+        procs = []
+        for k, (url, path) in enumerate(ingests):
+            env = {**os.environ, TIMELINE_FILE: os.path.join(folder, str(k))}
+            procs.append(
+                subprocess.Popen(
+                    launch.command(k, url, path),
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.PIPE,
+                    env=env,
+                )
+            )
+        failures = []
+        for proc in procs:
+            _out, err = proc.communicate()
+            if proc.returncode != 0:
+                failures.append(err.decode(errors="replace").strip())
+        wall, used = time.perf_counter() - started, machine_busy_seconds() - busy
+        if failures:
+            raise RuntimeError(f"an ingester failed: {failures[0]}")
+        return wall, used, timelines(folder) if launch.timeline else []
 
 
 def _fresh_ledger(base: str, spec: SiteSpec) -> tuple[str, str]:
@@ -118,7 +153,9 @@ def split_by_cluster(path: str, folder: str, ingesters: int) -> list[str]:
     return paths
 
 
-def one_ingester(base: str, spec: SiteSpec, paths: list[str], folder: str) -> Run:
+def one_ingester(
+    base: str, spec: SiteSpec, paths: list[str], folder: str, launch: Launch = Launch()
+) -> Run:
     """The K files' jobs, in one file, by one ingester."""
     together = os.path.join(folder, "all-clusters.jsonl")
     with open(together, "w", encoding="utf-8") as out:
@@ -127,22 +164,24 @@ def one_ingester(base: str, spec: SiteSpec, paths: list[str], folder: str) -> Ru
                 out.write(part.read())
     url, schema = _fresh_ledger(base, spec)
     try:
-        wall, busy = _at_once([(url, together)])
-        return Run(wall, busy, *_counted(url))
+        wall, busy, watched = _at_once([(url, together)], launch)
+        return Run(wall, busy, *_counted(url), watched)
     finally:
         _drop(base, schema)
 
 
-def concurrent_ingesters(base: str, spec: SiteSpec, paths: list[str]) -> Run:
+def concurrent_ingesters(
+    base: str, spec: SiteSpec, paths: list[str], launch: Launch = Launch()
+) -> Run:
     url, schema = _fresh_ledger(base, spec)
     try:
-        wall, busy = _at_once([(url, path) for path in paths])
-        return Run(wall, busy, *_counted(url))
+        wall, busy, watched = _at_once([(url, path) for path in paths], launch)
+        return Run(wall, busy, *_counted(url), watched)
     finally:
         _drop(base, schema)
 
 
-def separate_ledgers(base: str, spec: SiteSpec, paths: list[str]) -> Run:
+def separate_ledgers(base: str, spec: SiteSpec, paths: list[str], launch: Launch = Launch()) -> Run:
     """The K files at once, each into a ledger of its own: no lock, stream, chain, table or
     index shared between them. No design that keeps one ledger per site shares less, so this
     rate is the bound a stream per cluster (each with its own lock) could reach here."""
@@ -150,8 +189,8 @@ def separate_ledgers(base: str, spec: SiteSpec, paths: list[str]) -> Run:
     try:
         for _path in paths:
             ledgers.append(_fresh_ledger(base, spec))
-        wall, busy = _at_once(
-            [(url, path) for (url, _schema), path in zip(ledgers, paths, strict=True)]
+        wall, busy, watched = _at_once(
+            [(url, path) for (url, _schema), path in zip(ledgers, paths, strict=True)], launch
         )
         counts = [_counted(url) for url, _schema in ledgers]
         return Run(
@@ -159,10 +198,49 @@ def separate_ledgers(base: str, spec: SiteSpec, paths: list[str]) -> Run:
             busy,
             sum(keys for keys, _rows in counts),
             sum(rows for _keys, rows in counts),
+            watched,
         )
     finally:
         for _url, schema in ledgers:
             _drop(base, schema)
+
+
+def covered(spans: list[tuple[float, float]]) -> float:
+    """How long at least one of the (start, end) `spans`, sorted by start, lasted."""
+    total, reach = 0.0, float("-inf")
+    for start, end in spans:
+        if end > reach:
+            total += end - max(start, reach)
+            reach = end
+    return total
+
+
+def timeline_lines(watched: list[Timeline]) -> list[str]:
+    """Each ingester's time as bench.lock_timeline told it, in seconds from the first start,
+    and the writers' lock over all of them: the recording chain the ingesters share."""
+    if not watched:
+        return []
+    zero = min(t.started for t in watched)
+    lines = []
+    for k, t in enumerate(watched, start=1):
+        asked = "never" if t.first_tried is None else f"at {t.first_tried - zero:.2f} s"
+        server = "" if t.server_cpu < 0 else f", its server backend {t.server_cpu:.2f} s"
+        ended = "?" if t.ended is None else f"{t.ended - zero:.2f}"
+        lines.append(
+            f"  ingester {k}: first asked for the lock {asked}, held it {t.held_seconds:.2f} s "
+            f"in {len(t.held)} transactions, ended at {ended} s; CPU: its process "
+            f"{t.cpu:.2f} s{server}"
+        )
+    spans = sorted(span for t in watched for span in t.held)
+    if spans:
+        first, last = spans[0][0], max(end for _, end in spans)
+        lines.append(
+            f"  the writers' lock: held {sum(end - start for start, end in spans):.2f} s in all; "
+            f"from the first take at {first - zero:.2f} s to the last commit at "
+            f"{last - zero:.2f} s, a ledger's lock was held {covered(spans):.2f} s of "
+            f"{last - first:.2f}"
+        )
+    return lines
 
 
 CONCURRENT_JOBS = 400_000  # enough that start-up is a small part of each ingester's time
@@ -211,16 +289,31 @@ def main(argv: list[str] | None = None) -> int:
         help="also the K files at once into K ledgers of their own: the bound a stream per "
         "cluster could reach on this machine",
     )
+    parser.add_argument(
+        "--timeline",
+        action="store_true",
+        help="time each ingester's transactions under the writers' lock (bench.lock_timeline)",
+    )
+    parser.add_argument(
+        "--stagger",
+        type=int,
+        default=0,
+        metavar="N",
+        help="run ingester k (from 0) at nice N·k: the first started takes the CPUs first",
+    )
     args = parser.parse_args(argv)
+    if not 0 <= args.stagger * (args.ingesters - 1) <= MOST_NICE:
+        parser.error(f"--stagger {args.stagger}: N·(K - 1) must be within 0..{MOST_NICE}")
     base = args.pg_url.split("?")[0]
     spec = site_spec(args.associations)
+    launch = Launch(args.stagger, args.timeline)
     with tempfile.TemporaryDirectory(prefix="fairledger-concurrent-") as folder:
         whole = os.path.join(folder, "jobs.jsonl")
         write_jobs([whole], spec, args.jobs, 1, EPOCH, EPOCH + WEEK)
         paths = split_by_cluster(whole, folder, args.ingesters)
-        single = one_ingester(base, spec, paths, folder)
-        together = concurrent_ingesters(base, spec, paths)
-        apart = separate_ledgers(base, spec, paths) if args.separate else None
+        single = one_ingester(base, spec, paths, folder, launch)
+        together = concurrent_ingesters(base, spec, paths, launch)
+        apart = separate_ledgers(base, spec, paths, launch) if args.separate else None
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     runs = [("1 ingester", single), (f"{args.ingesters} ingesters", together)]
     if apart is not None:
@@ -232,6 +325,8 @@ def main(argv: list[str] | None = None) -> int:
             f"the ledger holds {run.jobs:,} job keys and {run.rows:,} jobs rows "
             f"({'none lost or doubled' if whole_count else 'WRONG COUNT'})"
         )
+        for line in timeline_lines(run.timelines):
+            print(line)
     ok = together.wall <= single.wall and together.jobs == together.rows == args.jobs
     print(
         f"{args.ingesters} concurrent ingesters reach {single.wall / together.wall:.2f}× one "

@@ -25,6 +25,6 @@ def fairledger_command() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "cli.main"]
 
 
-def fairledger(url: str, *args: str, now: float) -> list[str]:
-    """`fairledger --db URL --now NOW ARGS...`."""
-    return [*fairledger_command(), "--db", url, "--now", f"{now:.3f}", *args]
+def fairledger(url: str, *args: str, now: float, command: list[str] | None = None) -> list[str]:
+    """`fairledger --db URL --now NOW ARGS...`; `command` in place of fairledger_command()."""
+    return [*(command or fairledger_command()), "--db", url, "--now", f"{now:.3f}", *args]
