@@ -78,9 +78,11 @@ def parse_timeline(lines: list[str]) -> Timeline:
 
 
 def timelines(folder: str) -> list[Timeline]:
-    """Every command's timeline written into `folder`, in the order they started."""
-    found = [parse_timeline(path.read_text().splitlines()) for path in Path(folder).iterdir()]
-    return sorted(found, key=lambda t: t.started)
+    """The timelines written into `folder`, in files named 0, 1, ..., in that order (the
+    order the commands were started in: a command run under `nice` may start its own process
+    later than one started after it)."""
+    files = sorted(Path(folder).iterdir(), key=lambda path: int(path.name))
+    return [parse_timeline(path.read_text().splitlines()) for path in files]
 
 
 class _Watch:
