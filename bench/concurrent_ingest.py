@@ -93,13 +93,13 @@ def _at_once(
         started, busy = time.perf_counter(), machine_busy_seconds()
         procs = []
         for k, (url, path) in enumerate(ingests):
-            env = {**os.environ, TIMELINE_FILE: os.path.join(folder, str(k))}
+            timeline = {TIMELINE_FILE: os.path.join(folder, str(k))} if launch.timeline else {}
             procs.append(
                 subprocess.Popen(
                     launch.command(k, url, path),
                     stdout=subprocess.DEVNULL,
                     stderr=subprocess.PIPE,
-                    env=env,
+                    env={**os.environ, **timeline},
                 )
             )
         failures = []
