@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from bench.busy import machine_busy_seconds
 from bench.generate import EPOCH, WEEK, SiteSpec, populate, site_spec, write_jobs
 from bench.lock_timeline import TIMELINE_FILE, Timeline, timelines
+from bench.pg_schemas import drop_schema, with_schema
 from bench.source import fairledger, measure_this_tree
 from bench.targets import DEFAULT_PG_URL
 from ledger.store.connections import Connection, parse_store_url
@@ -115,7 +116,7 @@ def _at_once(
 
 def _fresh_ledger(base: str, spec: SiteSpec) -> tuple[str, str]:
     schema = f"bench_{secrets.token_hex(4)}"
-    url = f"{base}?schema={schema}"
+    url = with_schema(base, schema)
     subprocess.run(_fairledger(url, "create-db", now=EPOCH), check=True, capture_output=True)
     populate(url, spec)
     return url, schema
@@ -129,13 +130,6 @@ def _counted(url: str) -> tuple[int, int]:
         return int(keys), int(rows)
     finally:
         conn.close()
-
-
-def _drop(base: str, schema: str) -> None:
-    import psycopg
-
-    with psycopg.connect(base, autocommit=True) as conn:
-        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
 def split_by_cluster(path: str, folder: str, ingesters: int) -> list[str]:
@@ -167,7 +161,7 @@ def one_ingester(
         wall, busy, watched = _at_once([(url, together)], launch)
         return Run(wall, busy, *_counted(url), watched)
     finally:
-        _drop(base, schema)
+        drop_schema(base, schema)
 
 
 def concurrent_ingesters(
@@ -178,7 +172,7 @@ def concurrent_ingesters(
         wall, busy, watched = _at_once([(url, path) for path in paths], launch)
         return Run(wall, busy, *_counted(url), watched)
     finally:
-        _drop(base, schema)
+        drop_schema(base, schema)
 
 
 def separate_ledgers(base: str, spec: SiteSpec, paths: list[str], launch: Launch = Launch()) -> Run:
@@ -202,7 +196,7 @@ def separate_ledgers(base: str, spec: SiteSpec, paths: list[str], launch: Launch
         )
     finally:
         for _url, schema in ledgers:
-            _drop(base, schema)
+            drop_schema(base, schema)
 
 
 def covered(spans: list[tuple[float, float]]) -> float:
